@@ -1,0 +1,55 @@
+// tandem: one binary, many subcommands (see command.h for how a command registers).
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/version.h"
+
+namespace tandem::cli {
+std::vector<CommandInfo>& command_registry() {
+  static std::vector<CommandInfo> r;
+  return r;
+}
+}  // namespace tandem::cli
+
+int main(int argc, char** argv) {
+  using namespace tandem;
+  CLI::App app{"tandem: a fast Qwen3 server in one binary"};
+  app.set_version_flag("--version", std::string("tandem ") + TANDEM_VERSION);
+  std::string log_level = "info";
+  app.add_option("--log-level", log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
+  app.require_subcommand(1);
+
+  auto& reg = cli::command_registry();
+  std::sort(reg.begin(), reg.end(), [](auto& a, auto& b) { return a.order < b.order; });
+  std::map<CLI::App*, cli::RunFn> runs;
+  for (auto& c : reg) {
+    CLI::App* sub = app.add_subcommand(c.name, c.help);
+    runs[sub] = c.configure(*sub);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);  // prints the message (and help on --help); non-zero on errors
+  }
+
+  init_logging(log_level);
+  for (auto& [sub, run] : runs) {
+    if (!sub->parsed()) continue;
+    try {
+      return run();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "tandem %s: error: %s\n", sub->get_name().c_str(), e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tandem %s: unexpected error: %s\n", sub->get_name().c_str(), e.what());
+      return 2;
+    }
+  }
+  return 1;
+}

@@ -1,0 +1,59 @@
+#pragma once
+// The contract between the engine and a model on a backend (CPU or CUDA).
+//
+// The engine decides which tokens of which sequences run in a step and where their K/V
+// live in the paged cache; a Runner executes that batch and returns logits. A Runner owns
+// its KV cache memory: `kv_layout()` says how many blocks of which size it holds, and the
+// engine's block manager hands out those block ids.
+//
+// Paged KV layout (per layer, K and V separately):
+//   [num_blocks, block_size, num_kv_heads, head_dim]
+// Slot s = block_id * block_size + offset addresses one token's K (or V) vector per head.
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tandem::model {
+
+using TokenId = int32_t;
+using BlockId = int32_t;
+
+struct ForwardBatch {
+  // New tokens of all sequences, concatenated; sequence s owns rows
+  // [query_start[s], query_start[s+1]). A decode step has one row per sequence; a prefill
+  // chunk has many. Rows of one sequence are consecutive positions.
+  std::vector<TokenId> tokens;        // [T]
+  std::vector<int32_t> positions;     // [T] absolute position of each new token
+  std::vector<int32_t> query_start;   // [S+1]
+  std::vector<int32_t> context_lens;  // [S] tokens in the cache for s once this step ran
+  std::vector<BlockId> block_tables;  // [S * max_blocks], row s = blocks of s, padded with -1
+  int32_t max_blocks = 0;
+  std::vector<int64_t> slot_mapping;  // [T] slot receiving each new token's K/V
+  std::vector<int32_t> logit_rows;    // rows of [T] whose logits are returned, in this order
+
+  int num_seqs() const { return int(query_start.empty() ? 0 : query_start.size() - 1); }
+  int num_tokens() const { return int(tokens.size()); }
+};
+
+struct KvLayout {
+  int num_layers = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int block_size = 16;  // tokens per block
+  int num_blocks = 0;   // blocks available to the engine
+};
+
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  virtual int vocab_size() const = 0;
+  virtual int max_model_len() const = 0;
+  virtual KvLayout kv_layout() const = 0;
+  virtual std::string name() const = 0;
+  // Runs one step. `logits` receives [batch.logit_rows.size(), vocab_size()] fp32 rows.
+  // Throws tandem::Error on invalid batches (a bug in the caller) or device failure.
+  virtual void forward(const ForwardBatch& batch, std::span<float> logits) = 0;
+};
+
+}  // namespace tandem::model

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The command line as a user meets it: exit codes and messages on good and bad input.
+set -u
+T=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0; passes=0
+expect() {  # expect <name> <want-rc: 0|nonzero> <grep-pattern|-> -- cmd...
+  local name=$1 want=$2 pat=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  local ok=1
+  if [ "$want" = 0 ] && [ $rc -ne 0 ]; then ok=0; fi
+  if [ "$want" = nonzero ] && [ $rc -eq 0 ]; then ok=0; fi
+  if [ "$pat" != - ] && ! grep -qiE "$pat" <<<"$out"; then ok=0; fi
+  if [ $ok = 1 ]; then passes=$((passes+1)); else
+    fails=$((fails+1)); echo "FAIL: $name (rc=$rc)"; echo "$out" | head -5; fi
+}
+expect version 0 "tandem [0-9]+\.[0-9]+" -- "$T" --version
+expect help 0 "testmodel" -- "$T" --help
+expect unknown-subcommand nonzero - -- "$T" frobnicate
+expect unknown-flag nonzero "not expected|unknown|extra" -- "$T" testmodel --out "$tmp/x" --bogus
+expect bad-preset nonzero "preset" -- "$T" testmodel --out "$tmp/x" --preset huge
+expect testmodel 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m1" --seed 9
+expect testmodel-again 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m2" --seed 9
+a=$(cd "$tmp/m1" && sha256sum * ); b=$(cd "$tmp/m2" && sha256sum *)
+if [ "$a" = "$b" ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL: same seed, different bytes"; fi
+expect non-empty-folder nonzero "not empty" -- "$T" testmodel --out "$tmp/m1"
+touch "$tmp/afile"
+expect parent-is-a-file nonzero "error" -- "$T" testmodel --out "$tmp/afile/m"
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+  expect no-write-permission nonzero "permission" -- "$T" testmodel --out "$tmp/ro/m"
+fi
+ls -a "$tmp" | grep -q partial && { fails=$((fails+1)); echo "FAIL: a partial folder was left behind"; }
+expect not-yet-serve nonzero "not available yet" -- "$T" serve
+echo "$passes passed, $fails failed"
+[ $fails -eq 0 ]
