@@ -1,0 +1,57 @@
+#pragma once
+// The engine: one thread running the step loop (schedule -> forward -> sample -> publish)
+// over a model::Runner. Front-tier threads call submit()/cancel(); events flow back through
+// each request's RequestHandle. See docs/DESIGN.md ("Data flow of one chat request").
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "model/runner.h"
+
+namespace tandem::engine {
+
+struct EngineOptions {
+  int max_num_seqs = 256;              // sequences in one step at most
+  int max_num_batched_tokens = 4096;   // tokens (prefill + decode) in one step at most
+  int bulk_prompt_threshold = 2048;    // kAuto requests with longer prompts run as bulk
+  int max_model_len = 0;               // 0 = the runner's
+  std::vector<TokenId> eos_ids;        // generation stops on any of these unless ignore_eos
+  bool enable_prefix_caching = true;
+};
+
+struct EngineStats {
+  int running = 0;
+  int waiting = 0;
+  double kv_usage = 0.0;  // fraction of KV blocks in use, 0..1
+  uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
+  uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in tokens
+  uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  // Starts the engine thread.
+  Engine(std::unique_ptr<model::Runner> runner, EngineOptions opt);
+  ~Engine();  // stops the thread; unfinished requests end with FinishReason::kCancelled
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. Throws tandem::Error(kInvalidArgument) for a request the engine can never
+  // run (empty prompt, prompt + max_tokens over max_model_len, n < 1, token ids out of range).
+  std::shared_ptr<RequestHandle> submit(Request r);
+  // Thread-safe; unknown or finished ids are ignored. The request's KV blocks are freed in
+  // the next step and its handle receives kFinish with kCancelled.
+  void cancel(RequestId id);
+
+  EngineStats stats() const;
+  int max_model_len() const;
+  int vocab_size() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tandem::engine
