@@ -32,6 +32,21 @@ int main(int argc, char** argv) {
     runs[sub] = c.configure(*sub);
   }
 
+  // CLI11 reports a misspelt command as "a subcommand is required"; say what is wrong.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (auto& c : reg) {
+      known |= c.name == argv[1];
+      names += (names.empty() ? "" : ", ") + c.name;
+    }
+    if (!known) {
+      std::fprintf(stderr, "tandem: unknown command '%s' (commands: %s; see tandem --help)\n",
+                   argv[1], names.c_str());
+      return 2;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

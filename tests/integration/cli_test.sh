@@ -18,7 +18,7 @@ expect() {  # expect <name> <want-rc: 0|nonzero> <grep-pattern|-> -- cmd...
 }
 expect version 0 "tandem [0-9]+\.[0-9]+" -- "$T" --version
 expect help 0 "testmodel" -- "$T" --help
-expect unknown-subcommand nonzero - -- "$T" frobnicate
+expect unknown-subcommand nonzero "unknown command .frobnicate" -- "$T" frobnicate
 expect unknown-flag nonzero "not expected|unknown|extra" -- "$T" testmodel --out "$tmp/x" --bogus
 expect bad-preset nonzero "preset" -- "$T" testmodel --out "$tmp/x" --preset huge
 expect testmodel 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m1" --seed 9
