@@ -19,6 +19,8 @@ struct EngineOptions {
   int max_model_len = 0;               // 0 = the runner's
   std::vector<TokenId> eos_ids;        // generation stops on any of these unless ignore_eos
   bool enable_prefix_caching = true;
+  int bulk_aging_steps = 256;          // a waiting bulk request ranks as interactive after this
+  double kv_watermark = 0.01;          // fraction of KV blocks kept free when admitting prompts
 };
 
 struct EngineStats {

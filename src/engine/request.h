@@ -99,6 +99,7 @@ class RequestHandle {
   int finishes_seen_ = 0;
   int n_ = 1;
   friend class Engine;
+  friend class EngineCore;  // sets n_ when it accepts the request
 };
 
 }  // namespace tandem::engine

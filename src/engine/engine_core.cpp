@@ -1,0 +1,331 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "engine/batch_builder.h"
+#include "engine/sampler.h"
+#include "engine/schedule_policy.h"
+
+namespace tandem::engine {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double us_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::micro>(b - a).count();
+}
+
+SchedulerConfig scheduler_config(const EngineOptions& o, int num_blocks) {
+  SchedulerConfig c;
+  c.max_num_seqs = o.max_num_seqs;
+  c.max_num_batched_tokens = o.max_num_batched_tokens;
+  c.bulk_aging_steps = o.bulk_aging_steps;
+  if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
+    fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);
+  c.watermark_blocks = int(std::floor(o.kv_watermark * num_blocks));
+  return c;
+}
+
+bool contains(const std::vector<TokenId>& v, TokenId t) {
+  return std::find(v.begin(), v.end(), t) != v.end();
+}
+}  // namespace
+
+struct EngineCore::RequestState {
+  RequestId id = 0;
+  Request req;
+  std::shared_ptr<RequestHandle> handle;
+  std::vector<std::unique_ptr<Sequence>> samples;  // [0] at submit; the rest at fork
+  int unfinished = 0;                              // samples without a finish event
+  std::vector<Event> pending;                      // events of this step
+  bool touched = false;
+};
+
+EngineCore::EngineCore(model::Runner& runner, const EngineOptions& opt)
+    : runner_(runner),
+      opt_(opt),
+      vocab_(runner.vocab_size()),
+      block_size_(runner.kv_layout().block_size),
+      bm_(runner.kv_layout().num_blocks, runner.kv_layout().block_size, opt.enable_prefix_caching),
+      sched_(scheduler_config(opt, runner.kv_layout().num_blocks), bm_),
+      unseeded_(std::random_device{}()) {
+  if (vocab_ < 1) fail(ErrorKind::kInvalidArgument, "runner has an empty vocabulary");
+  if (opt_.max_num_batched_tokens < block_size_)
+    fail(ErrorKind::kInvalidArgument, "max_num_batched_tokens ({}) < block size ({})",
+         opt_.max_num_batched_tokens, block_size_);
+  // A sequence must fit in the cache alone (beside the watermark), or it could never finish.
+  const int cache_len = (bm_.num_blocks() - sched_.config().watermark_blocks) * block_size_;
+  max_model_len_ = opt_.max_model_len > 0 ? opt_.max_model_len : runner.max_model_len();
+  max_model_len_ = std::min(max_model_len_, cache_len);
+  if (max_model_len_ < 2)
+    fail(ErrorKind::kResource, "KV cache too small: {} blocks of {} tokens", bm_.num_blocks(),
+         block_size_);
+  for (TokenId t : opt_.eos_ids)
+    if (t < 0 || t >= vocab_) fail(ErrorKind::kInvalidArgument, "EOS id {} out of range", t);
+}
+
+EngineCore::~EngineCore() = default;
+
+void EngineCore::validate(const Request& r) const {
+  if (r.prompt.empty()) fail(ErrorKind::kInvalidArgument, "the prompt is empty");
+  if (r.n < 1) fail(ErrorKind::kInvalidArgument, "n must be >= 1, got {}", r.n);
+  if (r.max_tokens < 1)
+    fail(ErrorKind::kInvalidArgument, "max_tokens must be >= 1, got {}", r.max_tokens);
+  const int64_t total = int64_t(r.prompt.size()) + r.max_tokens;
+  if (total > max_model_len_)
+    fail(ErrorKind::kInvalidArgument,
+         "prompt ({} tokens) + max_tokens ({}) exceeds the maximum context length ({})",
+         r.prompt.size(), r.max_tokens, max_model_len_);
+  for (TokenId t : r.prompt)
+    if (t < 0 || t >= vocab_)
+      fail(ErrorKind::kInvalidArgument, "token id {} out of range [0, {})", t, vocab_);
+  for (TokenId t : r.stop_token_ids)
+    if (t < 0 || t >= vocab_)
+      fail(ErrorKind::kInvalidArgument, "stop token id {} out of range [0, {})", t, vocab_);
+  engine::validate(r.sampling);
+}
+
+Sequence* EngineCore::new_sequence(RequestState& rs, int sample) {
+  auto s = std::make_unique<Sequence>();
+  s->id = next_seq_id_++;
+  s->request = rs.id;
+  s->sample = sample;
+  s->tokens.reserve(rs.req.prompt.size() + size_t(rs.req.max_tokens));
+  s->tokens = rs.req.prompt;
+  s->num_prompt = int(rs.req.prompt.size());
+  SamplingParams sp = rs.req.sampling;
+  if (sp.seed) *sp.seed += uint64_t(sample);  // n samples of one seed differ, reproducibly
+  s->rng = make_sequence_rng(sp, unseeded_());
+  rs.samples[size_t(sample)] = std::move(s);
+  return rs.samples[size_t(sample)].get();
+}
+
+void EngineCore::add(RequestId id, Request r, std::shared_ptr<RequestHandle> handle) {
+  TANDEM_CHECK(!requests_.contains(id));
+  auto rs = std::make_unique<RequestState>();
+  rs->id = id;
+  rs->req = std::move(r);
+  rs->handle = std::move(handle);
+  rs->unfinished = rs->req.n;
+  {
+    std::lock_guard lock(rs->handle->mu_);
+    rs->handle->n_ = rs->req.n;
+  }
+  rs->samples.resize(size_t(rs->req.n));
+  prompt_tokens_ += rs->req.prompt.size();
+  Sequence* s = new_sequence(*rs, 0);
+  s->arrival = arrivals_++;
+  s->submit_step = step_;
+  s->cls = policy::classify(rs->req.priority, s->num_prompt, opt_.bulk_prompt_threshold);
+  s->forked = rs->req.n == 1;
+  sched_.add_waiting(s);
+  requests_.emplace(id, std::move(rs));
+}
+
+void EngineCore::touch(RequestState& rs) {
+  if (!rs.touched) {
+    rs.touched = true;
+    touched_.push_back(&rs);
+  }
+}
+
+void EngineCore::finish(RequestState& rs, Sequence& s, FinishReason reason,
+                        const std::string& error) {
+  Event e;
+  e.kind = Event::Kind::kFinish;
+  e.sample = s.sample;
+  e.reason = reason;
+  e.error = error;
+  e.usage.prompt_tokens = s.num_prompt;
+  e.usage.completion_tokens = s.num_output();
+  e.usage.cached_tokens = std::max(0, rs.samples[0]->cached_prompt_tokens);
+  rs.pending.push_back(std::move(e));
+  --rs.unfinished;
+  touch(rs);
+}
+
+// Samples that were never forked (the request ended before its prompt was computed) still
+// owe their finish events.
+void EngineCore::finish_unforked(RequestState& rs, FinishReason reason, const std::string& error) {
+  for (int i = 1; i < rs.req.n; ++i) {
+    if (rs.samples[size_t(i)]) continue;
+    Event e;
+    e.kind = Event::Kind::kFinish;
+    e.sample = i;
+    e.reason = reason;
+    e.error = error;
+    e.usage.prompt_tokens = int(rs.req.prompt.size());
+    rs.pending.push_back(std::move(e));
+    --rs.unfinished;
+  }
+  rs.samples[0]->forked = true;
+  touch(rs);
+}
+
+bool EngineCore::append_token(RequestState& rs, Sequence& s, TokenId tok, float logprob,
+                              std::vector<TopLogprob>&& top) {
+  s.tokens.push_back(tok);
+  ++generation_tokens_;
+  const Request& r = rs.req;
+  if ((!r.ignore_eos && contains(opt_.eos_ids, tok)) || contains(r.stop_token_ids, tok)) {
+    finish(rs, s, FinishReason::kStop);  // stop tokens count as generated but are not sent
+    return true;
+  }
+  Event e;
+  e.kind = Event::Kind::kToken;
+  e.sample = s.sample;
+  e.token = tok;
+  e.logprob = logprob;
+  e.top = std::move(top);
+  rs.pending.push_back(std::move(e));
+  touch(rs);
+  if (s.num_output() >= r.max_tokens || s.num_tokens() >= max_model_len_) {
+    finish(rs, s, FinishReason::kLength);
+    return true;
+  }
+  return false;
+}
+
+void EngineCore::fork_samples(RequestState& rs, Sequence& parent, std::span<const float> row) {
+  parent.forked = true;
+  const int shared = parent.num_prompt / block_size_;  // full prompt blocks, all computed
+  for (int i = 1; i < rs.req.n; ++i) {
+    Sequence* c = new_sequence(rs, i);
+    c->arrival = parent.arrival;
+    c->submit_step = parent.submit_step;
+    c->cls = parent.cls;
+    c->promoted = parent.promoted;
+    c->forked = true;
+    c->cached_prompt_tokens = parent.cached_prompt_tokens;
+    // Its first token comes from the parent's logits: the prompt is the same.
+    row_copy_.assign(row.begin(), row.end());
+    SampleResult sr = sample(row_copy_, rs.req.sampling, c->prompt(), c->output(), c->rng);
+    bm_.fork(parent, *c, shared);
+    c->num_computed = shared * block_size_;
+    if (append_token(rs, *c, sr.token, sr.logprob, std::move(sr.top))) {
+      bm_.release(*c);
+      c->status = SeqStatus::kFinished;
+      continue;
+    }
+    if (!sched_.add_running(c)) {  // no seat: wait; its prompt blocks stay in the cache
+      bm_.release(*c);
+      sched_.add_waiting(c);
+    }
+  }
+}
+
+void EngineCore::cancel(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  RequestState& rs = *it->second;
+  for (auto& s : rs.samples) {
+    if (!s || s->status == SeqStatus::kFinished) continue;
+    sched_.remove(s.get());
+    finish(rs, *s, FinishReason::kCancelled);
+  }
+  if (!rs.samples[0]->forked) finish_unforked(rs, FinishReason::kCancelled, {});
+  publish();
+}
+
+void EngineCore::finish_all(FinishReason reason, const std::string& error) {
+  sched_.end_step();
+  for (auto& [id, rsp] : requests_) {
+    RequestState& rs = *rsp;
+    for (auto& s : rs.samples) {
+      if (!s || s->status == SeqStatus::kFinished) continue;
+      sched_.remove(s.get());
+      finish(rs, *s, reason, error);
+    }
+    if (!rs.samples[0]->forked) finish_unforked(rs, reason, error);
+  }
+  publish();
+}
+
+void EngineCore::publish() {
+  for (RequestState* rs : touched_) {
+    rs->touched = false;
+    rs->handle->push_many(rs->pending);
+  }
+  for (RequestState* rs : touched_)
+    if (rs->unfinished == 0) requests_.erase(rs->id);
+  touched_.clear();
+}
+
+void EngineCore::step() {
+  if (requests_.empty()) return;
+  const auto t0 = Clock::now();
+  const ScheduleOutput& plan = sched_.schedule(step_);
+  ++step_;
+  const auto t1 = Clock::now();
+  if (plan.seqs.empty()) {
+    // Only possible while nothing runs and the head of the queue waits for blocks held by
+    // nobody, which the capacity checks rule out; fail loudly rather than spin.
+    TANDEM_CHECK(sched_.num_running() > 0 || sched_.num_waiting() == 0);
+    return;
+  }
+  build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
+  const size_t need = batch_.logit_rows.size() * size_t(vocab_);
+  if (logits_.size() < need) logits_.resize(need);
+  const auto t2 = Clock::now();
+  runner_.forward(batch_, std::span<float>(logits_.data(), need));
+  const auto t3 = Clock::now();
+
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    Sequence& s = *plan.seqs[i];
+    s.num_computed += s.scheduled_tokens;
+    bm_.commit(s);
+    const int k = logit_row_of_[i];
+    if (k < 0) continue;
+    RequestState& rs = *requests_.at(s.request);
+    std::span<float> row(logits_.data() + size_t(k) * size_t(vocab_), size_t(vocab_));
+    if (!s.forked) {
+      // Siblings sample from the untouched row before the parent's sampler edits it.
+      fork_samples(rs, s, row);
+    }
+    SampleResult sr = sample(row, rs.req.sampling, s.prompt(), s.output(), s.rng);
+    if (append_token(rs, s, sr.token, sr.logprob, std::move(sr.top))) finished_.push_back(&s);
+  }
+  const auto t4 = Clock::now();
+  sched_.end_step();
+  for (Sequence* s : finished_) sched_.remove(s);
+  finished_.clear();
+  publish();
+  const auto t5 = Clock::now();
+
+  last_.schedule_us = us_between(t0, t1);
+  last_.prepare_us = us_between(t1, t2);
+  last_.forward_us = us_between(t2, t3);
+  last_.sample_us = us_between(t3, t4);
+  last_.publish_us = us_between(t4, t5);
+  last_.num_seqs = int(plan.seqs.size());
+  last_.num_tokens = batch_.num_tokens();
+  last_.num_decodes = plan.num_decodes;
+  total_.add(last_);
+  if (!plan.preempted.empty())
+    spdlog::debug("engine step {}: preempted {} sequences", step_, plan.preempted.size());
+  spdlog::debug(
+      "engine step {}: {} seqs ({} decode), {} tokens; us: schedule {:.0f} prepare {:.0f} "
+      "forward {:.0f} sample {:.0f} publish {:.0f}",
+      step_, last_.num_seqs, last_.num_decodes, last_.num_tokens, last_.schedule_us,
+      last_.prepare_us, last_.forward_us, last_.sample_us, last_.publish_us);
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats st;
+  st.running = sched_.num_running();
+  st.waiting = sched_.num_waiting();
+  st.kv_usage = double(bm_.num_used()) / double(bm_.num_blocks());
+  st.prompt_tokens = prompt_tokens_;
+  st.generation_tokens = generation_tokens_;
+  st.preemptions = sched_.counters().preemptions;
+  st.prefix_cache_queries = sched_.counters().prefix_queries;
+  st.prefix_cache_hits = sched_.counters().prefix_hits;
+  st.steps = step_;
+  return st;
+}
+
+}  // namespace tandem::engine

@@ -1,0 +1,96 @@
+// The threaded Engine: many submitters, cancel from another thread, shutdown.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "harness.h"
+
+namespace tandem::engine::testing {
+namespace {
+
+constexpr int kVocab = 900;
+
+TEST(Engine, ManySubmittersGetTheirOwnTokens) {
+  Engine engine(std::make_unique<MockRunner>(kVocab, 16, 256), test_options(32, 512));
+  constexpr int kThreads = 8, kPerThread = 8;
+  std::vector<std::thread> ts;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < kThreads; ++t) {
+    ts.emplace_back([&, t] {
+      std::vector<std::pair<Request, std::shared_ptr<RequestHandle>>> mine;
+      for (int i = 0; i < kPerThread; ++i) {
+        Request r = greedy_request(make_prompt(t, 5 + 13 * i + t, uint32_t(100 * t + i), kVocab),
+                                   3 + (i * 7 + t) % 20);
+        mine.emplace_back(r, engine.submit(r));
+      }
+      for (auto& [r, h] : mine) {
+        std::vector<TokenId> got;
+        Event e;
+        while (h->next(e, std::chrono::seconds(30))) {
+          if (e.kind == Event::Kind::kFinish) break;
+          got.push_back(e.token);
+        }
+        if (e.kind != Event::Kind::kFinish || e.reason != FinishReason::kLength ||
+            got != reference_tokens(r.prompt, r.max_tokens, kVocab))
+          ++mismatches;
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+  EXPECT_EQ(engine.stats().generation_tokens > 0, true);
+}
+
+TEST(Engine, SubmitRejectsBadRequestsOnTheCallersThread) {
+  Engine engine(std::make_unique<MockRunner>(kVocab, 16, 16), test_options(8, 64));
+  EXPECT_EQ(engine.max_model_len(), 256);
+  EXPECT_EQ(engine.vocab_size(), kVocab);
+  EXPECT_THROW(engine.submit(greedy_request({}, 4)), Error);
+  EXPECT_THROW(engine.submit(greedy_request(make_prompt(1, 250, 1, kVocab), 10)), Error);
+}
+
+TEST(Engine, CancelFromAnotherThreadAndNotifier) {
+  Engine engine(std::make_unique<MockRunner>(kVocab, 16, 64), test_options(8, 64));
+  Request r = greedy_request(make_prompt(1, 30, 2, kVocab), 200);
+  auto h = engine.submit(r);
+  std::atomic<int> notified{0};
+  h->set_notifier([&] { ++notified; });
+  Event e;
+  ASSERT_TRUE(h->next(e, std::chrono::seconds(30)));  // the engine is producing
+  std::thread([&] { engine.cancel(h->id()); }).join();
+  int tokens = 1;
+  while (h->next(e, std::chrono::seconds(30)) && e.kind == Event::Kind::kToken) ++tokens;
+  ASSERT_EQ(e.kind, Event::Kind::kFinish);
+  EXPECT_EQ(e.reason, FinishReason::kCancelled);
+  EXPECT_EQ(e.usage.completion_tokens, tokens);
+  EXPECT_TRUE(h->finished());
+  EXPECT_GT(notified.load(), 0);
+  for (int i = 0; i < 1000 && engine.stats().kv_usage > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(engine.stats().kv_usage, 0.0);
+}
+
+TEST(Engine, ShutdownCancelsUnfinishedRequests) {
+  std::shared_ptr<RequestHandle> h;
+  {
+    Engine engine(std::make_unique<MockRunner>(kVocab, 16, 64), test_options(8, 64));
+    Request r = greedy_request(make_prompt(1, 30, 3, kVocab), 220);
+    r.n = 2;
+    h = engine.submit(r);
+  }
+  std::vector<Event> evs;
+  h->drain(evs);
+  int finishes = 0;
+  for (auto& e : evs)
+    if (e.kind == Event::Kind::kFinish) {
+      ++finishes;
+      EXPECT_TRUE(e.reason == FinishReason::kCancelled || e.reason == FinishReason::kLength);
+    }
+  EXPECT_EQ(finishes, 2);
+  EXPECT_TRUE(h->finished());
+}
+
+}  // namespace
+}  // namespace tandem::engine::testing
