@@ -1,0 +1,30 @@
+#pragma once
+// Qwen3 on the CPU backend: the reference forward pass every faster path is checked
+// against. Weights stay in the memory-mapped checkpoint in their stored dtype (bf16, f16 or
+// f32); activations, K/V cache and accumulation are fp32, so it matches transformers' fp32
+// forward to ~1e-5. K/V live in the paged layout of model/runner.h.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include "model/runner.h"
+
+namespace tandem::model {
+
+struct CpuRunnerOptions {
+  int block_size = 16;    // 16 or 32 tokens per KV block
+  int num_blocks = 0;     // 0 = enough for max_model_len of 4 sequences (capped by memory)
+  int threads = 0;        // 0 = all cores
+  int max_model_len = 0;  // 0 = config's max_position_embeddings
+  // Memory the model may use; 0 = this machine's RAM (MemTotal). A model whose weights and
+  // KV cache exceed it is refused before anything is loaded.
+  uint64_t memory_limit_bytes = 0;
+};
+
+std::unique_ptr<Runner> make_cpu_runner(const std::filesystem::path& model_dir,
+                                        const CpuRunnerOptions& opt);
+
+// This machine's RAM in bytes (MemTotal of /proc/meminfo), 0 if unknown.
+uint64_t machine_memory_bytes();
+
+}  // namespace tandem::model
