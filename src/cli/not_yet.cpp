@@ -21,6 +21,5 @@ TANDEM_COMMAND(serve, 10, "Start the OpenAI/Ollama-compatible HTTP server",
 TANDEM_COMMAND(run, 20, "Interactive chat in the terminal",
                not_yet("run", "the terminal chat needs the HTTP server and engine"));
 TANDEM_COMMAND(generate, 30, "Generate text from a prompt (no server)",
-               not_yet("generate", "the CPU reference model (issue: Qwen3 on the CPU) has not landed"));
-TANDEM_COMMAND(bench, 40, "Offline benchmark of the engine",
-               not_yet("bench", "the CUDA backend and engine benchmarks have not landed"));
+               not_yet("generate",
+                       "the CPU reference model (issue: Qwen3 on the CPU) has not landed"));

@@ -26,6 +26,8 @@ inline bf16 float_to_bf16(float f) {
 }
 
 // Round a float through bf16 and back: what a bf16 tensor stores.
-inline float round_bf16(float f) { return bf16_to_float(float_to_bf16(f)); }
+inline float round_bf16(float f) {
+  return bf16_to_float(float_to_bf16(f));
+}
 
 }  // namespace tandem

@@ -34,9 +34,9 @@ template <typename... Args>
 }  // namespace tandem
 
 // Internal invariant: a failure here is a bug, reported with its location.
-#define TANDEM_CHECK(cond)                                                                  \
-  do {                                                                                      \
-    if (!(cond))                                                                            \
-      ::tandem::fail(::tandem::ErrorKind::kInternal, "check failed: {} ({}:{})", #cond,   \
-                     __FILE__, __LINE__);                                                   \
+#define TANDEM_CHECK(cond)                                                                        \
+  do {                                                                                            \
+    if (!(cond))                                                                                  \
+      ::tandem::fail(::tandem::ErrorKind::kInternal, "check failed: {} ({}:{})", #cond, __FILE__, \
+                     __LINE__);                                                                   \
   } while (0)

@@ -51,7 +51,8 @@ StagingDir::StagingDir(fs::path target) : target_(std::move(target)) {
   if (access(parent.c_str(), W_OK) != 0)
     fail(ErrorKind::kIo, "{}: no permission to write here", parent.string());
   std::random_device rd;
-  staging_ = parent / fmt::format(".{}.partial-{:08x}", fs::absolute(target_).filename().string(), rd());
+  staging_ =
+      parent / fmt::format(".{}.partial-{:08x}", fs::absolute(target_).filename().string(), rd());
   fs::create_directory(staging_, ec);
   if (ec) fail(ErrorKind::kIo, "cannot create {}: {}", staging_.string(), ec.message());
 }

@@ -16,9 +16,8 @@ void write_safetensors(const std::filesystem::path& path, std::vector<TensorBlob
   header["__metadata__"] = {{"format", "pt"}};
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype},
-                      {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.name] = {
+        {"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string h = header.dump();

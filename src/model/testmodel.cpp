@@ -22,12 +22,12 @@ TestModelSpec test_model_preset(const std::string& name) {
   s.preset = name;
   if (name == "tiny") {
     // ~20 MB: the full vocabulary dominates. GQA 2:1, head_dim 16, tied embeddings.
-    s.num_layers = 2, s.hidden = 64, s.intermediate = 192, s.num_heads = 4,
-    s.num_kv_heads = 2, s.head_dim = 16, s.tied = true;
+    s.num_layers = 2, s.hidden = 64, s.intermediate = 192, s.num_heads = 4, s.num_kv_heads = 2,
+    s.head_dim = 16, s.tied = true;
   } else if (name == "small") {
     // Qwen3-14B's head_dim 128 and 5:1 GQA ratio, untied lm_head.
-    s.num_layers = 4, s.hidden = 640, s.intermediate = 2176, s.num_heads = 5,
-    s.num_kv_heads = 1, s.head_dim = 128, s.tied = false;
+    s.num_layers = 4, s.hidden = 640, s.intermediate = 2176, s.num_heads = 5, s.num_kv_heads = 1,
+    s.head_dim = 128, s.tied = false;
   } else {
     fail(ErrorKind::kInvalidArgument, "unknown test model preset '{}' (supported: tiny, small)",
          name);

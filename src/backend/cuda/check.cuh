@@ -9,17 +9,17 @@ namespace tandem::cuda {
 [[noreturn]] void cuda_fail(const char* expr, const char* what, const char* file, int line);
 }
 
-#define TANDEM_CUDA_CHECK(expr)                                                    \
-  do {                                                                             \
-    cudaError_t _e = (expr);                                                       \
-    if (_e != cudaSuccess)                                                         \
+#define TANDEM_CUDA_CHECK(expr)                                                     \
+  do {                                                                              \
+    cudaError_t _e = (expr);                                                        \
+    if (_e != cudaSuccess)                                                          \
       ::tandem::cuda::cuda_fail(#expr, cudaGetErrorString(_e), __FILE__, __LINE__); \
   } while (0)
 
-#define TANDEM_CUBLAS_CHECK(expr)                                                  \
-  do {                                                                             \
-    cublasStatus_t _s = (expr);                                                    \
-    if (_s != CUBLAS_STATUS_SUCCESS)                                               \
+#define TANDEM_CUBLAS_CHECK(expr)                                                        \
+  do {                                                                                   \
+    cublasStatus_t _s = (expr);                                                          \
+    if (_s != CUBLAS_STATUS_SUCCESS)                                                     \
       ::tandem::cuda::cuda_fail(#expr, cublasLtGetStatusString(_s), __FILE__, __LINE__); \
   } while (0)
 

@@ -88,7 +88,10 @@ double check_gemm(int& algos) {
   cublasLtMatrixLayoutDestroy(lc);
   cublasLtMatmulDescDestroy(op);
   cublasLtDestroy(lt);
-  cudaFree(da); cudaFree(db); cudaFree(dc); cudaFree(ws);
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cudaFree(ws);
 
   double num = 0, den = 0;
   for (int i = 0; i < M; ++i)
@@ -119,8 +122,8 @@ void collect_doctor_facts(DoctorFacts& f) {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp p{};
     TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&p, d));
-    f.gpus.push_back({p.name, p.major, p.minor, p.multiProcessorCount, size_t(p.l2CacheSize),
-                      p.totalGlobalMem});
+    f.gpus.push_back(
+        {p.name, p.major, p.minor, p.multiProcessorCount, size_t(p.l2CacheSize), p.totalGlobalMem});
   }
   TANDEM_CUDA_CHECK(cudaSetDevice(0));
   size_t total = 0;

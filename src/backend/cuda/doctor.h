@@ -18,8 +18,8 @@ struct DoctorFacts {
   std::string device_error;  // non-empty: no usable device
   std::vector<GpuInfo> gpus;
   size_t free_bytes = 0;
-  double kernel_max_err = -1;   // y = 3x - 0.5 on random x, n = 100003
-  double gemm_rel_err = -1;     // bf16 GEMM 200x136x264 vs fp64 host
+  double kernel_max_err = -1;  // y = 3x - 0.5 on random x, n = 100003
+  double gemm_rel_err = -1;    // bf16 GEMM 200x136x264 vs fp64 host
   int gemm_algos = 0;
 };
 

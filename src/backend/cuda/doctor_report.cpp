@@ -36,9 +36,10 @@ DoctorReport run_doctor() {
     line(fmt::format("kernel check (y = 3x - 0.5, random x, n=100003): max error {:.2e}  {}",
                      f.kernel_max_err, k_ok ? "OK" : "FAILED"));
   if (f.gemm_rel_err >= 0)
-    line(fmt::format("cuBLASLt bf16 GEMM 200x136x264 vs fp64 host: rel error {:.2e}  {} "
-                     "({} algorithm(s) offered)",
-                     f.gemm_rel_err, g_ok ? "OK" : "FAILED", f.gemm_algos));
+    line(
+        fmt::format("cuBLASLt bf16 GEMM 200x136x264 vs fp64 host: rel error {:.2e}  {} "
+                    "({} algorithm(s) offered)",
+                    f.gemm_rel_err, g_ok ? "OK" : "FAILED", f.gemm_algos));
   if (!failure.empty()) line("FAILED: " + failure);
   r.ok = failure.empty() && k_ok && g_ok;
   return r;
