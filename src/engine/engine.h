@@ -21,6 +21,7 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int bulk_aging_steps = 256;          // a waiting bulk request ranks as interactive after this
   double kv_watermark = 0.01;          // fraction of KV blocks kept free when admitting prompts
+  int sample_threads = 0;              // threads sampling the rows of a step; 0 = min(8, cores)
 };
 
 struct EngineStats {

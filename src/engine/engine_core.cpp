@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -52,6 +53,8 @@ EngineCore::EngineCore(model::Runner& runner, const EngineOptions& opt)
       block_size_(runner.kv_layout().block_size),
       bm_(runner.kv_layout().num_blocks, runner.kv_layout().block_size, opt.enable_prefix_caching),
       sched_(scheduler_config(opt, runner.kv_layout().num_blocks), bm_),
+      pool_(opt.sample_threads > 0 ? opt.sample_threads
+                                   : std::clamp(int(std::thread::hardware_concurrency()), 1, 8)),
       unseeded_(std::random_device{}()) {
   if (vocab_ < 1) fail(ErrorKind::kInvalidArgument, "runner has an empty vocabulary");
   if (opt_.max_num_batched_tokens < block_size_)
@@ -274,6 +277,10 @@ void EngineCore::step() {
   runner_.forward(batch_, std::span<float>(logits_.data(), need));
   const auto t3 = Clock::now();
 
+  // Serial: advance the cache, fork where a prompt just completed (siblings sample from the
+  // untouched row before the parent's sampler edits it). Parallel: sample every row, each
+  // sequence with its own row and RNG. Serial again: append, stops, events, in batch order.
+  jobs_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     Sequence& s = *plan.seqs[i];
     s.num_computed += s.scheduled_tokens;
@@ -281,16 +288,25 @@ void EngineCore::step() {
     const int k = logit_row_of_[i];
     if (k < 0) continue;
     RequestState& rs = *requests_.at(s.request);
-    std::span<float> row(logits_.data() + size_t(k) * size_t(vocab_), size_t(vocab_));
-    if (!s.forked) {
-      // Siblings sample from the untouched row before the parent's sampler edits it.
-      fork_samples(rs, s, row);
-    }
-    SampleResult sr = sample(row, rs.req.sampling, s.prompt(), s.output(), s.rng);
-    if (append_token(rs, s, sr.token, sr.logprob, std::move(sr.top))) finished_.push_back(&s);
+    if (!s.forked)
+      fork_samples(rs, s, {logits_.data() + size_t(k) * size_t(vocab_), size_t(vocab_)});
+    jobs_.push_back({&s, &rs, k, {}});
   }
+  pool_.run(int(jobs_.size()), [this](int j) {
+    SampleJob& job = jobs_[size_t(j)];
+    std::span<float> row(logits_.data() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
+    job.result =
+        sample(row, job.rs->req.sampling, job.seq->prompt(), job.seq->output(), job.seq->rng);
+  });
+  for (SampleJob& job : jobs_)
+    if (append_token(*job.rs, *job.seq, job.result.token, job.result.logprob,
+                     std::move(job.result.top)))
+      finished_.push_back(job.seq);
   const auto t4 = Clock::now();
-  sched_.end_step();
+  last_.num_seqs = int(plan.seqs.size());
+  last_.num_decodes = plan.num_decodes;
+  const size_t preempted = plan.preempted.size();
+  sched_.end_step();  // clears `plan`
   for (Sequence* s : finished_) sched_.remove(s);
   finished_.clear();
   publish();
@@ -301,12 +317,9 @@ void EngineCore::step() {
   last_.forward_us = us_between(t2, t3);
   last_.sample_us = us_between(t3, t4);
   last_.publish_us = us_between(t4, t5);
-  last_.num_seqs = int(plan.seqs.size());
   last_.num_tokens = batch_.num_tokens();
-  last_.num_decodes = plan.num_decodes;
   total_.add(last_);
-  if (!plan.preempted.empty())
-    spdlog::debug("engine step {}: preempted {} sequences", step_, plan.preempted.size());
+  if (preempted) spdlog::debug("engine step {}: preempted {} sequences", step_, preempted);
   spdlog::debug(
       "engine step {}: {} seqs ({} decode), {} tokens; us: schedule {:.0f} prepare {:.0f} "
       "forward {:.0f} sample {:.0f} publish {:.0f}",

@@ -15,8 +15,10 @@
 
 #include "engine/block_manager.h"
 #include "engine/engine.h"
+#include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/worker_pool.h"
 
 namespace tandem::engine {
 
@@ -91,6 +93,14 @@ class EngineCore {
   model::ForwardBatch batch_;
   std::vector<int> logit_row_of_;
   std::vector<float> logits_, row_copy_;
+  struct SampleJob {
+    Sequence* seq;
+    RequestState* rs;
+    int row;
+    SampleResult result;
+  };
+  std::vector<SampleJob> jobs_;
+  WorkerPool pool_;
   uint64_t step_ = 0, next_seq_id_ = 1, arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::mt19937_64 unseeded_;  // seeds for requests without a seed

@@ -52,10 +52,13 @@ TEST(Engine, SubmitRejectsBadRequestsOnTheCallersThread) {
 }
 
 TEST(Engine, CancelFromAnotherThreadAndNotifier) {
-  Engine engine(std::make_unique<MockRunner>(kVocab, 16, 64), test_options(8, 64));
-  Request r = greedy_request(make_prompt(1, 30, 2, kVocab), 200);
-  auto h = engine.submit(r);
   std::atomic<int> notified{0};
+  auto runner = std::make_unique<MockRunner>(kVocab, 16, 64);
+  // Slow steps, so the request is still running when the cancel arrives.
+  runner->before_forward = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  Engine engine(std::move(runner), test_options(8, 64));
+  Request r = greedy_request(make_prompt(1, 30, 2, kVocab), 400);
+  auto h = engine.submit(r);
   h->set_notifier([&] { ++notified; });
   Event e;
   ASSERT_TRUE(h->next(e, std::chrono::seconds(30)));  // the engine is producing

@@ -36,7 +36,14 @@ TEST(Scheduler, ChunkedPrefillAfterDecodes) {
       {"1@101+1", "2@40+1"},
       {"2@41+1"},
   };
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(h.step(), want[i]) << "step " << i;
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(h.step(), want[i]) << "step " << i;
+    const StepTiming& t = h.core.last_timing();
+    EXPECT_EQ(t.num_seqs, int(want[i].size()));
+    EXPECT_EQ(t.num_decodes, i >= 2 ? int(want[i].size()) - (i == 2) : 0) << "step " << i;
+  }
+  EXPECT_EQ(h.core.last_timing().num_tokens, 1);
+  EXPECT_EQ(h.core.total_timing().num_tokens, 64 + 52 + 25 + 2 + 1);
   EXPECT_FALSE(h.core.has_work());
   expect_reference(*ha, a);
   expect_reference(*hb, b);

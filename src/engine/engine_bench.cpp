@@ -1,0 +1,229 @@
+#include "engine/engine_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace tandem::engine {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double ms_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+std::vector<TokenId> random_tokens(Rng& rng, int n, int vocab) {
+  std::vector<TokenId> t(static_cast<size_t>(n));
+  for (auto& x : t) x = TokenId(rng.next() % uint64_t(vocab));
+  return t;
+}
+
+struct Client {
+  std::shared_ptr<RequestHandle> h;
+  Clock::time_point submitted, last_token;
+  int sent = 0;
+  bool got_first = false;
+};
+
+class Level {
+ public:
+  Level(model::Runner& runner, const EngineBenchOptions& opt, int c)
+      : opt_(opt), rng_(opt.seed * 7919 + uint64_t(c)) {
+    EngineOptions eo = opt.engine;
+    eo.max_num_seqs = std::max(eo.max_num_seqs, c);
+    eo.max_num_batched_tokens = std::max(eo.max_num_batched_tokens, eo.max_num_seqs);
+    core_ = std::make_unique<EngineCore>(runner, eo);
+    vocab_ = core_->vocab_size();
+    if (opt.shared_prefix_len > 0) system_ = random_tokens(rng_, opt.shared_prefix_len, vocab_);
+  }
+
+  Request next_request() {
+    Request r;
+    if (opt_.shared_prefix_len > 0) {
+      r.prompt = system_;
+      auto q = random_tokens(rng_, opt_.question_len, vocab_);
+      r.prompt.insert(r.prompt.end(), q.begin(), q.end());
+    } else {
+      r.prompt = random_tokens(rng_, opt_.prompt_len, vocab_);
+    }
+    r.max_tokens = opt_.output_len;
+    r.ignore_eos = true;
+    r.sampling.temperature = 0.0f;
+    core_->validate(r);
+    return r;
+  }
+
+  void submit(Client& c) {
+    c.h = std::make_shared<RequestHandle>(next_id_);
+    core_->add(next_id_++, next_request(), c.h);
+    c.submitted = Clock::now();
+    c.got_first = false;
+    ++c.sent;
+  }
+
+  // One request alone on an empty engine: its TTFT.
+  double solo_ttft_ms() {
+    Client c;
+    submit(c);
+    double ttft = -1;
+    std::vector<Event> evs;
+    while (core_->has_work()) {
+      core_->step();
+      const auto now = Clock::now();
+      evs.clear();
+      c.h->drain(evs);
+      for (auto& e : evs)
+        if (e.kind == Event::Kind::kToken && ttft < 0) ttft = ms_between(c.submitted, now);
+    }
+    return ttft;
+  }
+
+  EngineBenchRow run(int concurrency) {
+    const auto base_steps = core_->steps();
+    const auto base_timing = core_->total_timing();
+    const auto base_stats = core_->stats();
+    std::vector<Client> clients(static_cast<size_t>(concurrency));
+    std::vector<double> ttft, ttft_steady, itl;
+    uint64_t out_tokens = 0;
+    const auto t0 = Clock::now();
+    for (auto& c : clients) submit(c);
+    int active = concurrency;
+    std::vector<Event> evs;
+    while (active > 0) {
+      core_->step();
+      const auto now = Clock::now();
+      for (auto& c : clients) {
+        if (!c.h) continue;
+        evs.clear();
+        c.h->drain(evs);
+        bool done = false;
+        for (auto& e : evs) {
+          if (e.kind == Event::Kind::kFinish) {
+            done = true;
+            continue;
+          }
+          ++out_tokens;
+          if (!c.got_first) {
+            c.got_first = true;
+            ttft.push_back(ms_between(c.submitted, now));
+            if (c.sent > 1) ttft_steady.push_back(ttft.back());
+          } else {
+            itl.push_back(ms_between(c.last_token, now));
+          }
+          c.last_token = now;
+        }
+        if (!done) continue;
+        if (c.sent < opt_.requests_per_client) {
+          submit(c);
+        } else {
+          c.h.reset();
+          --active;
+        }
+      }
+    }
+    const double wall = ms_between(t0, Clock::now()) / 1000.0;
+    EngineBenchRow row;
+    row.scenario = opt_.shared_prefix_len > 0 ? "shared-prefix" : "random";
+    row.concurrency = concurrency;
+    row.requests = concurrency * opt_.requests_per_client;
+    row.output_tokens = out_tokens;
+    row.wall_s = wall;
+    row.output_tok_s = wall > 0 ? double(out_tokens) / wall : 0;
+    row.ttft_p50_ms = percentile(ttft, 50);
+    row.ttft_p99_ms = percentile(ttft, 99);
+    row.ttft_steady_p99_ms = percentile(ttft_steady, 99);
+    row.itl_p50_ms = percentile(itl, 50);
+    row.itl_p99_ms = percentile(itl, 99);
+    const auto st = core_->stats();
+    const uint64_t q = st.prefix_cache_queries - base_stats.prefix_cache_queries;
+    row.prefix_hit_rate =
+        q ? double(st.prefix_cache_hits - base_stats.prefix_cache_hits) / double(q) : 0;
+    row.steps = core_->steps() - base_steps;
+    row.preemptions = st.preemptions - base_stats.preemptions;
+    StepTiming t = core_->total_timing();
+    const double n = double(std::max<uint64_t>(row.steps, 1));
+    row.mean_step.schedule_us = (t.schedule_us - base_timing.schedule_us) / n;
+    row.mean_step.prepare_us = (t.prepare_us - base_timing.prepare_us) / n;
+    row.mean_step.forward_us = (t.forward_us - base_timing.forward_us) / n;
+    row.mean_step.sample_us = (t.sample_us - base_timing.sample_us) / n;
+    row.mean_step.publish_us = (t.publish_us - base_timing.publish_us) / n;
+    row.mean_step.num_seqs = int(double(t.num_seqs - base_timing.num_seqs) / n);
+    row.mean_step.num_tokens = int(double(t.num_tokens - base_timing.num_tokens) / n);
+    row.mean_step.num_decodes = int(double(t.num_decodes - base_timing.num_decodes) / n);
+    const double total = row.mean_step.total_us();
+    row.engine_cpu_fraction = total > 0 ? row.mean_step.cpu_us() / total : 0;
+    return row;
+  }
+
+ private:
+  const EngineBenchOptions& opt_;
+  Rng rng_;
+  std::unique_ptr<EngineCore> core_;
+  int vocab_ = 0;
+  RequestId next_id_ = 1;
+  std::vector<TokenId> system_;
+};
+}  // namespace
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double rank = std::ceil(p / 100.0 * double(v.size()));
+  const size_t i = size_t(std::clamp(rank, 1.0, double(v.size()))) - 1;
+  return v[i];
+}
+
+std::vector<EngineBenchRow> run_engine_bench(model::Runner& runner, const EngineBenchOptions& opt) {
+  if (opt.concurrency.empty()) fail(ErrorKind::kInvalidArgument, "no concurrency levels");
+  for (int c : opt.concurrency)
+    if (c < 1) fail(ErrorKind::kInvalidArgument, "concurrency {} < 1", c);
+  if (opt.output_len < 1 || opt.requests_per_client < 1)
+    fail(ErrorKind::kInvalidArgument, "output_len and requests_per_client must be >= 1");
+  if (opt.shared_prefix_len > 0 ? opt.question_len < 1 : opt.prompt_len < 1)
+    fail(ErrorKind::kInvalidArgument, "prompt length must be >= 1");
+  std::vector<EngineBenchRow> rows;
+  for (int c : opt.concurrency) {
+    Level level(runner, opt, c);
+    double cold = 0;
+    if (opt.shared_prefix_len > 0) cold = level.solo_ttft_ms();  // fills the cache
+    EngineBenchRow row = level.run(c);
+    row.cold_ttft_ms = cold;
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string format_engine_bench(const std::vector<EngineBenchRow>& rows) {
+  std::string s =
+      fmt::format("{:<14} {:>5} {:>6} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>6}\n",
+                  "scenario", "C", "reqs", "out tok/s", "TTFT p50", "TTFT p99", "steady99",
+                  "ITL p50", "ITL p99", "cold", "hit%");
+  for (const auto& r : rows)
+    s += fmt::format(
+        "{:<14} {:>5} {:>6} {:>10.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.2f} {:>8.2f} {:>8.1f} "
+        "{:>6.1f}\n",
+        r.scenario, r.concurrency, r.requests, r.output_tok_s, r.ttft_p50_ms, r.ttft_p99_ms,
+        r.ttft_steady_p99_ms, r.itl_p50_ms, r.itl_p99_ms, r.cold_ttft_ms,
+        100.0 * r.prefix_hit_rate);
+  s += fmt::format(
+      "\nper step (mean, us)\n{:<14} {:>5} {:>6} {:>6} {:>9} {:>9} {:>10} {:>9} {:>9} {:>7} "
+      "{:>7}\n",
+      "scenario", "C", "seqs", "tokens", "schedule", "prepare", "forward", "sample", "publish",
+      "cpu%", "preempt");
+  for (const auto& r : rows) {
+    const auto& m = r.mean_step;
+    s += fmt::format(
+        "{:<14} {:>5} {:>6} {:>6} {:>9.1f} {:>9.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>7.1f} {:>7}\n",
+        r.scenario, r.concurrency, m.num_seqs, m.num_tokens, m.schedule_us, m.prepare_us,
+        m.forward_us, m.sample_us, m.publish_us, 100.0 * r.engine_cpu_fraction, r.preemptions);
+  }
+  return s;
+}
+
+}  // namespace tandem::engine

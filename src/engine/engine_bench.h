@@ -1,0 +1,59 @@
+#pragma once
+// Offline engine benchmark: closed-loop clients over the step loop, no HTTP. `tandem bench`
+// calls it with a real runner; tests call it with a mock.
+//
+// Throughput scenario, per concurrency C: C clients each send `requests_per_client`
+// requests one after another (random prompt of prompt_len tokens, output_len tokens with
+// EOS ignored, greedy), each sending its next request as soon as the last one finished.
+// Shared-prefix scenario (shared_prefix_len > 0): every prompt is one system prompt of
+// shared_prefix_len tokens plus a fresh question of question_len tokens; one request runs
+// alone first with an empty cache (the "cold" TTFT), then the clients run against the warm
+// cache. Times are wall-clock around EngineCore::step on the calling thread.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_core.h"
+#include "model/runner.h"
+
+namespace tandem::engine {
+
+struct EngineBenchOptions {
+  std::vector<int> concurrency = {1, 8, 32, 64, 256};
+  int prompt_len = 400;
+  int output_len = 256;
+  int requests_per_client = 2;
+  int shared_prefix_len = 0;  // > 0: the shared-prefix scenario instead
+  int question_len = 32;
+  uint64_t seed = 1;
+  EngineOptions engine;  // max_num_seqs is raised to C when smaller
+};
+
+struct EngineBenchRow {
+  std::string scenario;  // "random" or "shared-prefix"
+  int concurrency = 0;
+  int requests = 0;
+  uint64_t output_tokens = 0;
+  double wall_s = 0, output_tok_s = 0;
+  double ttft_p50_ms = 0, ttft_p99_ms = 0;
+  double ttft_steady_p99_ms = 0;  // requests after each client's first (no start-up burst)
+  double itl_p50_ms = 0, itl_p99_ms = 0;
+  double cold_ttft_ms = 0;     // shared-prefix: the first request, empty cache
+  double prefix_hit_rate = 0;  // prompt tokens served from the cache / prompt tokens
+  uint64_t steps = 0, preemptions = 0;
+  StepTiming mean_step;            // per-phase mean over steps, microseconds
+  double engine_cpu_fraction = 0;  // (schedule+prepare+sample+publish) / step time
+};
+
+// Runs every concurrency level of `opt` on `runner` (a fresh EngineCore each). Throws
+// Error(kInvalidArgument) when the lengths do not fit the runner.
+std::vector<EngineBenchRow> run_engine_bench(model::Runner& runner, const EngineBenchOptions& opt);
+
+// A fixed-width table, one row per level, then the per-step CPU breakdown.
+std::string format_engine_bench(const std::vector<EngineBenchRow>& rows);
+
+// Nearest-rank percentile (p in [0, 100]) of unsorted values; 0 for none.
+double percentile(std::vector<double> v, double p);
+
+}  // namespace tandem::engine

@@ -1,0 +1,91 @@
+// The engine bench on the mock runner: counts and rates that follow from the scenario
+// (timings themselves belong to the GPU run, not to a unit test).
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "engine/engine_bench.h"
+#include "mock_runner.h"
+
+namespace tandem::engine::testing {
+namespace {
+
+TEST(Percentile, NearestRank) {
+  EXPECT_EQ(percentile({}, 50), 0.0);
+  EXPECT_EQ(percentile({5}, 99), 5.0);
+  EXPECT_EQ(percentile({4, 1, 3, 2}, 50), 2.0);
+  EXPECT_EQ(percentile({4, 1, 3, 2}, 99), 4.0);
+  EXPECT_EQ(percentile({4, 1, 3, 2}, 0), 1.0);
+  std::vector<double> v;
+  for (int i = 100; i >= 1; --i) v.push_back(i);
+  EXPECT_EQ(percentile(v, 99), 99.0);
+  EXPECT_EQ(percentile(v, 50), 50.0);
+}
+
+TEST(EngineBench, RandomScenarioCountsEveryToken) {
+  MockRunner runner(1000, 16, 128);
+  EngineBenchOptions o;
+  o.concurrency = {1, 3, 7};
+  o.prompt_len = 37;
+  o.output_len = 5;
+  o.requests_per_client = 2;
+  o.engine.max_num_seqs = 4;  // raised to C by the bench
+  o.engine.max_num_batched_tokens = 64;
+  auto rows = run_engine_bench(runner, o);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.scenario, "random");
+    EXPECT_EQ(r.requests, r.concurrency * 2);
+    EXPECT_EQ(r.output_tokens, uint64_t(r.concurrency * 2 * 5));
+    EXPECT_GT(r.steps, 0u);
+    EXPECT_GT(r.output_tok_s, 0.0);
+    EXPECT_LE(r.ttft_p50_ms, r.ttft_p99_ms);
+    EXPECT_LE(r.itl_p50_ms, r.itl_p99_ms);
+    EXPECT_GE(r.engine_cpu_fraction, 0.0);
+    EXPECT_LE(r.engine_cpu_fraction, 1.0);
+    EXPECT_EQ(r.prefix_hit_rate, 0.0);  // random prompts share nothing
+    EXPECT_GE(r.mean_step.num_seqs, 1);
+  }
+  // One client, two requests one after the other: a 37-token prefill step (it fits the
+  // 64-token budget) that yields the first token, then 4 decode steps, twice.
+  EXPECT_EQ(rows[0].steps, 2u * 5u);
+  const std::string table = format_engine_bench(rows);
+  EXPECT_NE(table.find("random"), std::string::npos);
+  EXPECT_NE(table.find("per step"), std::string::npos);
+}
+
+TEST(EngineBench, SharedPrefixScenarioHitsTheCache) {
+  MockRunner runner(1000, 16, 256);
+  EngineBenchOptions o;
+  o.concurrency = {1, 4};
+  o.shared_prefix_len = 64;
+  o.question_len = 9;
+  o.output_len = 3;
+  o.requests_per_client = 3;
+  o.engine.max_num_batched_tokens = 256;
+  auto rows = run_engine_bench(runner, o);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.scenario, "shared-prefix");
+    EXPECT_EQ(r.output_tokens, uint64_t(r.concurrency * 3 * 3));
+    // Every prompt is 64 shared + 9 fresh tokens; the 4 shared blocks come from the cache.
+    EXPECT_DOUBLE_EQ(r.prefix_hit_rate, 64.0 / 73.0);
+    EXPECT_GT(r.cold_ttft_ms, 0.0);
+  }
+}
+
+TEST(EngineBench, RejectsBadOptions) {
+  MockRunner runner(1000, 16, 8);  // 128 tokens of cache
+  EngineBenchOptions o;
+  o.concurrency = {2};
+  o.prompt_len = 100;
+  o.output_len = 40;  // 140 > 128
+  EXPECT_THROW(run_engine_bench(runner, o), Error);
+  o.output_len = 4;
+  o.concurrency = {0};
+  EXPECT_THROW(run_engine_bench(runner, o), Error);
+  o.concurrency = {};
+  EXPECT_THROW(run_engine_bench(runner, o), Error);
+}
+
+}  // namespace
+}  // namespace tandem::engine::testing
