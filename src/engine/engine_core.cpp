@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "engine/batch_builder.h"
+#include "engine/fast_greedy.h"
 #include "engine/sampler.h"
 #include "engine/schedule_policy.h"
 
@@ -272,9 +273,14 @@ void EngineCore::step() {
   }
   build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
   const size_t need = batch_.logit_rows.size() * size_t(vocab_);
-  if (logits_.size() < need) logits_.resize(need);
+  if (logits_cap_ < need) {
+    logits_cap_ =
+        std::min(std::max(need, 2 * logits_cap_), size_t(opt_.max_num_seqs) * size_t(vocab_));
+    logits_cap_ = std::max(logits_cap_, need);
+    logits_.reset(new float[logits_cap_]);
+  }
   const auto t2 = Clock::now();
-  runner_.forward(batch_, std::span<float>(logits_.data(), need));
+  runner_.forward(batch_, std::span<float>(logits_.get(), need));
   const auto t3 = Clock::now();
 
   // Serial: advance the cache, fork where a prompt just completed (siblings sample from the
@@ -289,14 +295,19 @@ void EngineCore::step() {
     if (k < 0) continue;
     RequestState& rs = *requests_.at(s.request);
     if (!s.forked)
-      fork_samples(rs, s, {logits_.data() + size_t(k) * size_t(vocab_), size_t(vocab_)});
+      fork_samples(rs, s, {logits_.get() + size_t(k) * size_t(vocab_), size_t(vocab_)});
     jobs_.push_back({&s, &rs, k, {}});
   }
   pool_.run(int(jobs_.size()), [this](int j) {
     SampleJob& job = jobs_[size_t(j)];
-    std::span<float> row(logits_.data() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
-    job.result =
-        sample(row, job.rs->req.sampling, job.seq->prompt(), job.seq->output(), job.seq->rng);
+    std::span<float> row(logits_.get() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
+    const SamplingParams& p = job.rs->req.sampling;
+    if (fast_greedy_applies(p)) {
+      job.result.token = fast_argmax(row);
+      job.result.logprob = 0.0f;  // not asked for
+      if (job.result.token >= 0) return;
+    }
+    job.result = sample(row, p, job.seq->prompt(), job.seq->output(), job.seq->rng);
   });
   for (SampleJob& job : jobs_)
     if (append_token(*job.rs, *job.seq, job.result.token, job.result.logprob,

@@ -92,7 +92,9 @@ class EngineCore {
   std::vector<Sequence*> finished_;     // to remove after the step
   model::ForwardBatch batch_;
   std::vector<int> logit_row_of_;
-  std::vector<float> logits_, row_copy_;
+  std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled
+  size_t logits_cap_ = 0;
+  std::vector<float> row_copy_;
   struct SampleJob {
     Sequence* seq;
     RequestState* rs;

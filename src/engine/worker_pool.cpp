@@ -1,5 +1,7 @@
 #include "engine/worker_pool.h"
 
+#include <algorithm>
+
 namespace tandem::engine {
 
 WorkerPool::WorkerPool(int threads) {
@@ -17,16 +19,18 @@ WorkerPool::~WorkerPool() {
 
 void WorkerPool::work() {
   for (;;) {
-    int i;
+    int begin, end;
     const std::function<void(int)>* fn;
     {
       std::lock_guard lock(mu_);
       if (next_ >= n_) return;
-      i = next_++;
+      begin = next_;
+      end = std::min(n_, next_ + chunk_);
+      next_ = end;
       fn = fn_;
     }
     try {
-      (*fn)(i);
+      for (int i = begin; i < end; ++i) (*fn)(i);
     } catch (...) {
       std::lock_guard lock(mu_);
       if (!error_) error_ = std::current_exception();
@@ -64,6 +68,7 @@ void WorkerPool::run(int n, const std::function<void(int)>& fn) {
     fn_ = &fn;
     n_ = n;
     next_ = 0;
+    chunk_ = std::max(1, n / (4 * size()));  // a few claims per thread: balance vs. locking
     error_ = nullptr;
     ++generation_;
   }

@@ -24,14 +24,14 @@ class WorkerPool {
   void run(int n, const std::function<void(int)>& fn);
 
  private:
-  void work();  // claims indices until none are left
+  void work();  // claims ranges of indices until none are left
   void loop();
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable cv_, done_cv_;
   const std::function<void(int)>* fn_ = nullptr;
-  int n_ = 0, next_ = 0, active_ = 0;
+  int n_ = 0, next_ = 0, chunk_ = 1, active_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
   std::exception_ptr error_;
