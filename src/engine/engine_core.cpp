@@ -104,6 +104,7 @@ Sequence* EngineCore::new_sequence(RequestState& rs, int sample) {
   SamplingParams sp = rs.req.sampling;
   if (sp.seed) *sp.seed += uint64_t(sample);  // n samples of one seed differ, reproducibly
   s->rng = make_sequence_rng(sp, unseeded_());
+  s->greedy_only = fast_greedy_applies(sp);
   rs.samples[size_t(sample)] = std::move(s);
   return rs.samples[size_t(sample)].get();
 }
@@ -259,6 +260,20 @@ void EngineCore::publish() {
   touched_.clear();
 }
 
+void EngineCore::sample_rows() {
+  pool_.run(int(jobs_.size()), [this](int j) {
+    SampleJob& job = jobs_[size_t(j)];
+    std::span<float> row(logits_.get() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
+    const SamplingParams& p = job.rs->req.sampling;
+    if (job.seq->greedy_only) {
+      job.result.token = fast_argmax(row);
+      job.result.logprob = 0.0f;  // not asked for
+      if (job.result.token >= 0) return;
+    }
+    job.result = sample(row, p, job.seq->prompt(), job.seq->output(), job.seq->rng);
+  });
+}
+
 void EngineCore::step() {
   if (requests_.empty()) return;
   const auto t0 = Clock::now();
@@ -272,7 +287,14 @@ void EngineCore::step() {
     return;
   }
   build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
-  const size_t need = batch_.logit_rows.size() * size_t(vocab_);
+  // When every sampled row only needs its argmax (and no prompt is about to fork, which
+  // needs the row), a runner that can do the argmax on its side returns token ids alone.
+  bool on_runner = runner_.supports_greedy();
+  for (size_t i = 0; i < plan.seqs.size() && on_runner; ++i)
+    if (logit_row_of_[i] >= 0 && !(plan.seqs[i]->greedy_only && plan.seqs[i]->forked))
+      on_runner = false;
+  const size_t rows = batch_.logit_rows.size();
+  const size_t need = on_runner ? 0 : rows * size_t(vocab_);
   if (logits_cap_ < need) {
     logits_cap_ =
         std::min(std::max(need, 2 * logits_cap_), size_t(opt_.max_num_seqs) * size_t(vocab_));
@@ -280,7 +302,13 @@ void EngineCore::step() {
     logits_.reset(new float[logits_cap_]);
   }
   const auto t2 = Clock::now();
-  runner_.forward(batch_, std::span<float>(logits_.get(), need));
+  if (on_runner) {
+    greedy_tokens_.resize(rows);
+    runner_.forward_greedy(batch_, greedy_tokens_);
+    for (TokenId t : greedy_tokens_) TANDEM_CHECK(t >= 0 && t < vocab_);
+  } else {
+    runner_.forward(batch_, std::span<float>(logits_.get(), need));
+  }
   const auto t3 = Clock::now();
 
   // Serial: advance the cache, fork where a prompt just completed (siblings sample from the
@@ -298,17 +326,11 @@ void EngineCore::step() {
       fork_samples(rs, s, {logits_.get() + size_t(k) * size_t(vocab_), size_t(vocab_)});
     jobs_.push_back({&s, &rs, k, {}});
   }
-  pool_.run(int(jobs_.size()), [this](int j) {
-    SampleJob& job = jobs_[size_t(j)];
-    std::span<float> row(logits_.get() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
-    const SamplingParams& p = job.rs->req.sampling;
-    if (fast_greedy_applies(p)) {
-      job.result.token = fast_argmax(row);
-      job.result.logprob = 0.0f;  // not asked for
-      if (job.result.token >= 0) return;
-    }
-    job.result = sample(row, p, job.seq->prompt(), job.seq->output(), job.seq->rng);
-  });
+  if (on_runner) {
+    for (SampleJob& job : jobs_) job.result.token = greedy_tokens_[size_t(job.row)];
+  } else {
+    sample_rows();
+  }
   for (SampleJob& job : jobs_)
     if (append_token(*job.rs, *job.seq, job.result.token, job.result.logprob,
                      std::move(job.result.top)))

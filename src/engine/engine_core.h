@@ -80,6 +80,7 @@ class EngineCore {
   void finish(RequestState& rs, Sequence& s, FinishReason reason, const std::string& error = {});
   void finish_unforked(RequestState& rs, FinishReason reason, const std::string& error);
   void touch(RequestState& rs);
+  void sample_rows();  // jobs_ from their logits rows, in parallel
   void publish();
 
   model::Runner& runner_;
@@ -95,6 +96,7 @@ class EngineCore {
   std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled
   size_t logits_cap_ = 0;
   std::vector<float> row_copy_;
+  std::vector<TokenId> greedy_tokens_;  // [rows] when the runner did the argmax
   struct SampleJob {
     Sequence* seq;
     RequestState* rs;

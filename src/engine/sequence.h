@@ -44,6 +44,7 @@ struct Sequence {
 
   int cached_prompt_tokens = -1;  // prompt tokens served by the prefix cache at first admission
   bool forked = false;            // the n-1 sibling samples have been created
+  bool greedy_only = false;       // argmax is all its sampling needs (fast_greedy_applies)
   int scheduled_tokens = 0;       // new tokens in the current step (0 = not scheduled)
 
   Rng rng{0};

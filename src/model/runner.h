@@ -11,6 +11,7 @@
 // Slot s = block_id * block_size + offset addresses one token's K (or V) vector per head.
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,17 @@ class Runner {
   // Runs one step. `logits` receives [batch.logit_rows.size(), vocab_size()] fp32 rows.
   // Throws tandem::Error on invalid batches (a bug in the caller) or device failure.
   virtual void forward(const ForwardBatch& batch, std::span<float> logits) = 0;
+
+  // Optional fast path for steps whose every sampled row is greedy with nothing else asked
+  // (no penalties, no logprobs): instead of logits, `tokens` receives the argmax (first
+  // maximal id) of each of `batch.logit_rows`, so the vocabulary-wide rows never leave the
+  // device. The engine calls it only when supports_greedy() is true.
+  virtual bool supports_greedy() const { return false; }
+  virtual void forward_greedy(const ForwardBatch& batch, std::span<TokenId> tokens) {
+    (void)batch;
+    (void)tokens;
+    throw std::logic_error("forward_greedy: not supported by this runner");
+  }
 };
 
 }  // namespace tandem::model

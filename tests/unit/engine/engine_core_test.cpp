@@ -107,6 +107,33 @@ TEST(EngineCore, SeededSamplingIsBatchInvariant) {
   EXPECT_GT(off_argmax, 0);  // the draws are really random
 }
 
+TEST(EngineCore, GreedyStepsLetTheRunnerDoTheArgmax) {
+  Harness h(kVocab, 16, 64, test_options(8, 256));
+  h.runner.greedy = true;
+  Request a = greedy_request(make_prompt(1, 30, 31, kVocab), 6);
+  Request b = greedy_request(make_prompt(2, 21, 32, kVocab), 4);
+  auto ha = h.submit(a), hb = h.submit(b);
+  h.run();
+  EXPECT_EQ(h.runner.greedy_forwards, h.runner.forwards);  // no logits ever came back
+  EXPECT_EQ(collect(*ha, 1).tokens[0], reference_tokens(a.prompt, 6, kVocab));
+  EXPECT_EQ(collect(*hb, 1).tokens[0], reference_tokens(b.prompt, 4, kVocab));
+
+  // A prompt about to fork needs its row; a logprob request needs the whole row.
+  Request forked = greedy_request(make_prompt(3, 18, 33, kVocab), 3);
+  forked.n = 2;
+  Request logprobs = greedy_request(make_prompt(4, 9, 34, kVocab), 3);
+  logprobs.sampling.top_logprobs = 2;
+  auto hf = h.submit(forked), hl = h.submit(logprobs);
+  const int before = h.runner.forwards, before_greedy = h.runner.greedy_forwards;
+  h.run();
+  EXPECT_EQ(h.runner.greedy_forwards, before_greedy);  // the logprob request was in every step
+  EXPECT_EQ(h.runner.forwards - before, 3);
+  Outcome of = collect(*hf, 2), ol = collect(*hl, 1);
+  EXPECT_EQ(of.tokens[0], reference_tokens(forked.prompt, 3, kVocab));
+  EXPECT_EQ(of.tokens[1], reference_tokens(forked.prompt, 3, kVocab));
+  EXPECT_EQ(ol.tokens[0], reference_tokens(logprobs.prompt, 3, kVocab));
+}
+
 TEST(EngineCore, RefusesRequestsItCanNeverRun) {
   Harness h(kVocab, 16, 8, test_options(8, 256));  // 8 blocks: 128 tokens at most
   EXPECT_EQ(h.core.max_model_len(), 128);

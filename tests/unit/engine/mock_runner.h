@@ -5,6 +5,7 @@
 // mapping, prefix-cache hit or fork shows up as an exception (or as different tokens).
 // The next token is a hash of the context read back, so the expected output of any prompt
 // can be computed without the engine (reference_tokens) and compared exactly.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -64,7 +65,30 @@ class MockRunner : public model::Runner {
   std::function<void()> before_forward;  // e.g. throw to test failure handling
   int forwards = 0;
 
+  bool greedy = false;  // offer forward_greedy
+  int greedy_forwards = 0;
+  bool supports_greedy() const override { return greedy; }
+  void forward_greedy(const model::ForwardBatch& b, std::span<TokenId> tokens) override {
+    TANDEM_CHECK(greedy);
+    ++greedy_forwards;
+    TANDEM_CHECK(tokens.size() == b.logit_rows.size());
+    auto next = run(b);
+    std::copy(next.begin(), next.end(), tokens.begin());
+  }
   void forward(const model::ForwardBatch& b, std::span<float> logits) override {
+    TANDEM_CHECK(logits.size() == b.logit_rows.size() * size_t(vocab_));
+    auto next = run(b);
+    for (size_t k = 0; k < next.size(); ++k) {
+      float* row = logits.data() + k * size_t(vocab_);
+      for (int v = 0; v < vocab_; ++v) row[v] = float(v % 7) * 0.1f;  // ties elsewhere
+      row[next[k]] = 5.0f;
+    }
+  }
+
+ private:
+  // Writes the batch into the mock cache, checks every context, returns the next token of
+  // each logit row.
+  std::vector<TokenId> run(const model::ForwardBatch& b) {
     ++forwards;
     if (before_forward) before_forward();
     const int S = b.num_seqs(), bs = layout_.block_size;
@@ -72,7 +96,6 @@ class MockRunner : public model::Runner {
     TANDEM_CHECK(int(b.slot_mapping.size()) == b.num_tokens());
     TANDEM_CHECK(int(b.context_lens.size()) == S);
     TANDEM_CHECK(int(b.block_tables.size()) == S * b.max_blocks);
-    TANDEM_CHECK(logits.size() == b.logit_rows.size() * size_t(vocab_));
     for (int r = 0; r < b.num_tokens(); ++r) {
       const int64_t slot = b.slot_mapping[size_t(r)];
       TANDEM_CHECK(slot >= 0 && slot < int64_t(slot_token_.size()));
@@ -107,16 +130,14 @@ class MockRunner : public model::Runner {
                      std::to_string(q1 - q0));
     }
     history.push_back(std::move(line));
-    for (size_t k = 0; k < b.logit_rows.size(); ++k) {
-      const int r = b.logit_rows[k];
+    std::vector<TokenId> next;
+    for (int r : b.logit_rows) {
       TANDEM_CHECK(r >= 0 && r < b.num_tokens());
-      float* row = logits.data() + k * size_t(vocab_);
-      for (int v = 0; v < vocab_; ++v) row[v] = float(v % 7) * 0.1f;  // ties elsewhere
-      row[mock_next(ctx_of_row[size_t(r)], vocab_)] = 5.0f;
+      next.push_back(mock_next(ctx_of_row[size_t(r)], vocab_));
     }
+    return next;
   }
 
- private:
   int vocab_, max_len_;
   model::KvLayout layout_;
   std::vector<TokenId> slot_token_;
