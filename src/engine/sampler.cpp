@@ -5,6 +5,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "backend/cpu/vec_math.h"
 #include "core/error.h"
 
 namespace tandem::engine {
@@ -53,15 +54,13 @@ std::vector<Cand> top_entries(std::span<const float> x, size_t k) {
 }
 
 float logsumexp(std::span<const float> x) {
-  float m = -std::numeric_limits<float>::infinity();
-  for (float v : x) m = std::max(m, v);  // NaN is skipped here and caught below
+  float m = cpu::max_value(x);
   if (!std::isfinite(m)) {
     if (m == -std::numeric_limits<float>::infinity())
       fail(ErrorKind::kInvalidArgument, "sampler: every logit is -inf");
     fail(ErrorKind::kInternal, "sampler: logits contain +inf");
   }
-  double s = 0;
-  for (float v : x) s += std::exp(double(v - m));
+  double s = cpu::sum_exp(x, m, 1.0f);
   float r = m + float(std::log(s));
   if (!std::isfinite(r)) fail(ErrorKind::kInternal, "sampler: logits contain NaN");
   return r;
@@ -110,10 +109,7 @@ std::vector<Cand> apply_penalties(std::span<float> logits, const SamplingParams&
 }
 
 TokenId argmax(std::span<const float> x) {
-  size_t best = 0;
-  for (size_t i = 1; i < x.size(); ++i)
-    if (x[i] > x[best]) best = i;  // strict: ties keep the lower id
-  return TokenId(best);
+  return TokenId(cpu::argmax(x));
 }
 
 // Random draw after temperature, top-k, top-p and min-p. Candidates are visited in the
@@ -129,7 +125,7 @@ TokenId draw(std::span<const float> logits, const SamplingParams& p, Rng& rng) {
     for (auto& e : c) z += std::exp((double(e.logit) - m) * inv_t);
   } else {
     m = logits[size_t(argmax(logits))];
-    for (float v : logits) z += std::exp((double(v) - m) * inv_t);
+    z = cpu::sum_exp(logits, m, float(inv_t));
     if (p.top_p < 1.0f) {
       // Most nuclei are small: try the best 1024 first, sort everything only if needed.
       c = top_entries(logits, 1024);

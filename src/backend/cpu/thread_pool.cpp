@@ -1,5 +1,7 @@
 #include "backend/cpu/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #if defined(__x86_64__)
@@ -14,6 +16,7 @@ inline void relax() {
   _mm_pause();
 #endif
 }
+constexpr int kSpin = 4000;  // pauses before a worker sleeps (tens of microseconds)
 }  // namespace
 
 ThreadPool::ThreadPool(int threads) {
@@ -25,70 +28,77 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     stop_ = true;
-    generation_++;
+    ticket_.fetch_add(uint64_t(1) << 32);
   }
   cv_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::run_chunks(uint32_t gen, int participant) {
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    if (uint32_t(t >> 32) != gen) return;
+    // Read the job before claiming: a successful claim proves it was still this job's.
+    const auto* fn = fn_.load(std::memory_order_acquire);
+    const int64_t n = n_.load(std::memory_order_relaxed);
+    const int64_t chunk = chunk_.load(std::memory_order_relaxed);
+    const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+    const int64_t c = int64_t(t & 0xffffffffu);
+    if (c >= chunks) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
+    (*fn)(std::min(n, c * chunk), std::min(n, (c + 1) * chunk), participant);
+    done_.fetch_add(1, std::memory_order_acq_rel);
+    t = ticket_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  int64_t chunks = (n + grain - 1) / grain;
-  int parts = int(std::min<int64_t>(chunks, size()));
-  if (parts <= 1) {
+  const int64_t units = (n + grain - 1) / grain;
+  if (units <= 1 || workers_.empty()) {
     fn(0, n, 0);
     return;
   }
-  auto range = [&](int p, int64_t& b, int64_t& e) {
-    b = std::min(n, chunks * p / parts * grain);
-    e = std::min(n, chunks * (p + 1) / parts * grain);
-  };
-  {
+  // A few chunks per participant so that a late thread finds work left to share.
+  const int64_t chunks = std::min<int64_t>(units, int64_t(size()) * 4);
+  const int64_t chunk = (units + chunks - 1) / chunks * grain;
+  const int64_t real_chunks = (n + chunk - 1) / chunk;
+  fn_.store(&fn, std::memory_order_relaxed);
+  n_.store(n, std::memory_order_relaxed);
+  chunk_.store(chunk, std::memory_order_relaxed);
+  chunks_.store(real_chunks, std::memory_order_relaxed);
+  done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = uint32_t(ticket_.load() >> 32) + 1;
+  ticket_.store(uint64_t(gen) << 32, std::memory_order_seq_cst);  // publishes the job
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    n_ = n;
-    grain_ = grain;
-    parts_ = parts;
-    pending_.store(parts - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    cv_.notify_all();
   }
-  cv_.notify_all();
-  int64_t b, e;
-  range(0, b, e);
-  fn(b, e, 0);
-  while (pending_.load(std::memory_order_acquire) > 0) relax();
+  run_chunks(gen, 0);
+  for (int spins = 0; done_.load(std::memory_order_acquire) < real_chunks; ++spins) {
+    if (spins < kSpin)
+      relax();
+    else
+      sched_yield();  // the chunk's owner may share our core
+  }
 }
 
 void ThreadPool::worker(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    // Spin a little (a decode step issues many short jobs back to back), then sleep.
-    for (int i = 0; i < 20000 && generation_.load(std::memory_order_acquire) == seen; ++i) relax();
-    if (generation_.load(std::memory_order_acquire) == seen) {
+    auto gen_now = [&] { return uint32_t(ticket_.load(std::memory_order_acquire) >> 32); };
+    for (int i = 0; i < kSpin && gen_now() == seen; ++i) relax();
+    if (gen_now() == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return generation_.load() != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      cv_.wait(lk, [&] { return gen_now() != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
-    int parts;
-    int64_t n, grain;
-    const std::function<void(int64_t, int64_t, int)>* job;
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (stop_) return;
-      seen = generation_.load();
-      parts = parts_;
-      n = n_;
-      grain = grain_;
-      job = job_;
-    }
-    if (index < parts) {
-      int64_t chunks = (n + grain - 1) / grain;
-      int64_t b = std::min(n, chunks * index / parts * grain);
-      int64_t e = std::min(n, chunks * (index + 1) / parts * grain);
-      (*job)(b, e, index);
-      pending_.fetch_sub(1, std::memory_order_acq_rel);
-    }
+    if (stop_.load()) return;
+    seen = gen_now();
+    run_chunks(seen, index);
   }
 }
 
