@@ -16,10 +16,3 @@ tandem::cli::ConfigureFn not_yet(const char* name, const char* what) {
 }
 }  // namespace
 
-TANDEM_COMMAND(serve, 10, "Start the OpenAI/Ollama-compatible HTTP server",
-               not_yet("serve", "the HTTP server (issue: HTTP APIs) has not landed"));
-TANDEM_COMMAND(run, 20, "Interactive chat in the terminal",
-               not_yet("run", "the terminal chat needs the HTTP server and engine"));
-TANDEM_COMMAND(generate, 30, "Generate text from a prompt (no server)",
-               not_yet("generate",
-                       "the CPU reference model (issue: Qwen3 on the CPU) has not landed"));
