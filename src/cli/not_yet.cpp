@@ -16,3 +16,7 @@ tandem::cli::ConfigureFn not_yet(const char* name, const char* what) {
 }
 }  // namespace
 
+TANDEM_COMMAND(serve, 10, "Start the OpenAI/Ollama-compatible HTTP server",
+               not_yet("serve", "the HTTP server (issue: HTTP APIs) has not landed"));
+TANDEM_COMMAND(run, 20, "Interactive chat in the terminal",
+               not_yet("run", "the terminal chat needs the HTTP server and engine"));
