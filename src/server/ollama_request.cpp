@@ -4,6 +4,7 @@
 
 #include "server/gen_request.h"
 #include "server/json_fields.h"
+#include "tokenizer/py_json.h"
 
 namespace tandem::server {
 namespace {

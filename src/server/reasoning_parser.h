@@ -21,7 +21,8 @@ class ReasoningParser {
   SplitText push(std::string_view piece);
   SplitText finish();  // end of output: release held text (an unclosed block stays reasoning)
   bool in_reasoning() const { return state_ != State::kContent; }
-  bool closed() const { return closed_; }  // `</think>` was seen
+  bool closed() const { return closed_; }                          // `</think>` was seen
+  bool in_think_block() const { return state_ == State::kThink; }  // inside <think>...
 
  private:
   enum class State { kStart, kThink, kContent };

@@ -33,6 +33,6 @@ if [ "$(id -u)" -ne 0 ]; then
   expect no-write-permission nonzero "permission" -- "$T" testmodel --out "$tmp/ro/m"
 fi
 ls -a "$tmp" | grep -q partial && { fails=$((fails+1)); echo "FAIL: a partial folder was left behind"; }
-expect not-yet-serve nonzero "not available yet" -- "$T" serve
+expect serve-needs-model nonzero "model" -- "$T" serve
 echo "$passes passed, $fails failed"
 [ $fails -eq 0 ]

@@ -1,0 +1,69 @@
+// tandem serve: the OpenAI- and Ollama-compatible HTTP server (docs/API.md).
+#include <cstdio>
+
+#include "cli/command.h"
+#include "core/log.h"
+#include "server/http_server.h"
+#include "server/model_host.h"
+
+namespace {
+struct Opts {
+  tandem::server::ModelHostOptions host;
+  std::string thinking = "on";
+  std::string bind = "127.0.0.1";
+  int port = 11434;
+  int io_threads = 2;
+};
+}  // namespace
+
+TANDEM_COMMAND(
+    serve, 10, "Start the OpenAI/Ollama-compatible HTTP server",
+    [](CLI::App& sub) -> tandem::cli::RunFn {
+      auto o = std::make_shared<Opts>();
+      sub.add_option("--model", o->host.model,
+                     "Checkpoint folder, or synthetic:qwen3-<size> (random weights, GPU)")
+          ->required();
+      sub.add_option("--host", o->bind, "Address to listen on");
+      sub.add_option("--port", o->port, "Port (0: any free port, printed at start)")
+          ->check(CLI::Range(0, 65535));
+      sub.add_option("--served-model-name", o->host.served_names,
+                     "Model name(s) clients use (default: the folder's name)");
+      sub.add_option("--thinking", o->thinking,
+                     "Default for Qwen3 thinking when a request does not say: on, off or auto")
+          ->check(CLI::IsMember({"on", "off", "auto"}));
+      sub.add_option("--thinking-budget", o->host.server.thinking_budget,
+                     "Default reasoning tokens before </think> is forced (-1: no limit)")
+          ->check(CLI::Range(-1, 1 << 30));
+      sub.add_option("--backend", o->host.backend, "auto, cpu or cuda")
+          ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+      sub.add_option("--max-model-len", o->host.max_model_len,
+                     "Context length (0: the model's; the CPU backend caps it at 8192)")
+          ->check(CLI::Range(0, 1 << 24));
+      sub.add_option("--max-num-seqs", o->host.max_num_seqs, "Sequences per engine step")
+          ->check(CLI::Range(1, 4096));
+      sub.add_option("--threads", o->host.threads, "CPU backend threads (0: all cores)")
+          ->check(CLI::Range(0, 1024));
+      sub.add_option("--gpu-memory-utilization", o->host.gpu_memory_utilization,
+                     "Share of GPU memory tandem may use")
+          ->check(CLI::Range(0.05, 0.99));
+      sub.add_option("--io-threads", o->io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
+      return [o] {
+        using namespace tandem;
+        o->host.server.thinking = server::parse_thinking_default(o->thinking);
+        auto host = server::load_model_host(o->host);
+        server::Router router(host->ctx);
+        server::HttpServerOptions ho;
+        ho.host = o->bind;
+        ho.port = o->port;
+        ho.threads = o->io_threads;
+        ho.stop_on_signals = true;
+        server::HttpServer srv(router, ho);
+        // One line on stdout with the real port (tests start the server with --port 0).
+        std::printf("tandem serving '%s' (%s backend, context %d) on http://%s:%d\n",
+                    host->ctx.model.names[0].c_str(), host->ctx.model.backend.c_str(),
+                    host->gen->max_model_len(), o->bind.c_str(), srv.port());
+        std::fflush(stdout);
+        srv.run();
+        return 0;
+      };
+    });

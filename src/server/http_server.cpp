@@ -1,0 +1,292 @@
+// Beast/Asio live here only (they are slow to compile). One coroutine per connection on its
+// own strand; a generation's engine notifier posts to that strand and wakes the coroutine.
+#include <utility>  // before Asio's awaitable headers (g++ 12 + Boost 1.74)
+
+#include "server/http_server.h"
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "core/version.h"
+
+namespace tandem::server {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using net::awaitable;
+using net::use_awaitable;
+
+namespace {
+
+// Wakes the connection's coroutine from the engine thread. `pending` is only touched on the
+// strand, so a notification that lands before the wait is not lost.
+struct Signal {
+  explicit Signal(net::any_io_executor ex) : timer(ex) {
+    timer.expires_at(net::steady_timer::time_point::max());
+  }
+  net::steady_timer timer;
+  bool pending = false;
+  bool client_gone = false;
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  Router& router;
+  HttpServerOptions opt;
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::atomic<bool> stopping{false};
+
+  Impl(Router& r, HttpServerOptions o) : router(r), opt(std::move(o)) {}
+
+  awaitable<void> accept_loop() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket sock = co_await acceptor.async_accept(net::make_strand(ioc),
+                                                        net::redirect_error(use_awaitable, ec));
+      if (ec) {
+        if (stopping) co_return;
+        continue;
+      }
+      auto ex = sock.get_executor();
+      net::co_spawn(ex, session(std::move(sock)), net::detached);
+    }
+  }
+
+  awaitable<void> session(tcp::socket sock) {
+    // Shared so that a disconnect watcher completing late never sees a dead stream.
+    auto stream_ptr = std::make_shared<beast::tcp_stream>(std::move(sock));
+    beast::tcp_stream& stream = *stream_ptr;
+    beast::flat_buffer buf;
+    boost::system::error_code ec;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(opt.max_body_bytes);
+      stream.expires_after(std::chrono::minutes(5));
+      co_await http::async_read(stream, buf, parser, net::redirect_error(use_awaitable, ec));
+      if (ec == http::error::end_of_stream || ec == net::error::eof) break;
+      if (ec) {
+        int status = ec == http::error::body_limit ? 413 : 400;
+        if (ec != beast::error::timeout && ec != net::error::connection_reset &&
+            ec != net::error::operation_aborted) {
+          http::response<http::string_body> res{http::status(status), 11};
+          res.set(http::field::content_type, "application/json");
+          res.body() =
+              "{\"error\":{\"message\":\"" +
+              std::string(status == 413 ? "request body too large" : "malformed HTTP request") +
+              "\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}";
+          res.keep_alive(false);
+          res.prepare_payload();
+          co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
+        }
+        break;
+      }
+      auto& req = parser.get();
+      bool keep = req.keep_alive();
+      bool head = req.method() == http::verb::head;
+      HttpRequest hr{std::string(req.method_string()), std::string(req.target()),
+                     std::move(req.body())};
+
+      auto sig = std::make_shared<Signal>(co_await net::this_coro::executor);
+      auto ex = co_await net::this_coro::executor;
+      std::weak_ptr<Signal> weak = sig;
+      auto notify = [ex, weak] {
+        net::post(ex, [weak] {
+          if (auto s = weak.lock()) {
+            s->pending = true;
+            s->timer.cancel();
+          }
+        });
+      };
+      HttpResponse res = router.handle(hr, notify);
+      bool ok;
+      if (!res.gen) {
+        ok = co_await write_simple(stream, res, keep, head);
+      } else {
+        ok = co_await drive(stream_ptr, res, sig, keep);
+      }
+      if (!ok || !keep) break;
+    }
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  awaitable<bool> write_simple(beast::tcp_stream& stream, HttpResponse& r, bool keep, bool head) {
+    http::response<http::string_body> res{http::status(r.status), 11};
+    res.set(http::field::server, "tandem/" TANDEM_VERSION);
+    res.set(http::field::content_type, r.content_type);
+    res.keep_alive(keep);
+    if (head) {
+      res.content_length(r.body.size());
+    } else {
+      res.body() = std::move(r.body);
+      res.prepare_payload();
+    }
+    boost::system::error_code ec;
+    stream.expires_after(std::chrono::seconds(60));
+    if (head) {
+      http::response_serializer<http::string_body> sr{res};
+      co_await http::async_write_header(stream, sr, net::redirect_error(use_awaitable, ec));
+    } else {
+      co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
+    }
+    co_return !ec;
+  }
+
+  // Watches the socket while a generation runs: readable with nothing to read means the
+  // peer closed (or reset), so the generation is cancelled at once.
+  void watch_disconnect(std::shared_ptr<beast::tcp_stream> stream, std::shared_ptr<Signal> sig) {
+    auto& sock = stream->socket();
+    sock.async_wait(tcp::socket::wait_read, [stream, sig](boost::system::error_code ec) {
+      if (ec == net::error::operation_aborted) return;
+      boost::system::error_code ec2;
+      size_t avail = stream->socket().available(ec2);
+      if (ec || ec2 || avail == 0) {
+        sig->client_gone = true;
+        sig->timer.cancel();
+      }
+      // Data available: a pipelined request; it stays in the socket for the next read.
+    });
+  }
+
+  awaitable<void> wait(Signal& sig) {
+    if (sig.pending || sig.client_gone) co_return;
+    boost::system::error_code ec;
+    sig.timer.expires_at(net::steady_timer::time_point::max());
+    co_await sig.timer.async_wait(net::redirect_error(use_awaitable, ec));
+  }
+
+  awaitable<bool> drive(std::shared_ptr<beast::tcp_stream> stream_ptr, HttpResponse& r,
+                        std::shared_ptr<Signal> sig, bool keep) {
+    beast::tcp_stream& stream = *stream_ptr;
+    Signal& sig_ref = *sig;
+    // Events may have arrived before the notifier was installed: poll once at the start.
+    sig_ref.pending = true;
+    boost::system::error_code ec;
+    Generation& g = *r.gen;
+    Formatter& f = *r.fmt;
+    std::vector<ChoiceDelta> deltas;
+    bool done = false;
+    watch_disconnect(stream_ptr, sig);
+
+    if (!r.stream) {
+      while (!done) {
+        co_await wait(sig_ref);
+        if (sig_ref.client_gone) break;
+        sig_ref.pending = false;
+        deltas.clear();
+        done = g.poll(deltas);
+        for (auto& d : deltas) f.delta(d);
+      }
+      stream.socket().cancel(ec);  // stop the watcher
+      if (!done) {
+        g.cancel();
+        co_return false;
+      }
+      Router::finish_body(r);
+      co_return co_await write_simple(stream, r, keep, false);
+    }
+
+    http::response<http::empty_body> head{http::status::ok, 11};
+    head.set(http::field::server, "tandem/" TANDEM_VERSION);
+    head.set(http::field::content_type, r.content_type);
+    head.set(http::field::cache_control, "no-cache");
+    head.keep_alive(keep);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> sr{head};
+    stream.expires_after(std::chrono::seconds(60));
+    co_await http::async_write_header(stream, sr, net::redirect_error(use_awaitable, ec));
+    if (ec) {
+      g.cancel();
+      co_return false;
+    }
+    std::string out = f.start();
+    while (!ec) {
+      if (!out.empty()) {
+        stream.expires_after(std::chrono::seconds(60));
+        co_await net::async_write(stream, http::make_chunk(net::buffer(out)),
+                                  net::redirect_error(use_awaitable, ec));
+        out.clear();
+        if (ec) break;
+      }
+      if (done) break;
+      co_await wait(sig_ref);
+      if (sig_ref.client_gone) break;
+      sig_ref.pending = false;
+      deltas.clear();
+      done = g.poll(deltas);
+      for (auto& d : deltas) out += f.delta(d);
+      if (done) {
+        if (!g.error().empty()) out += f.stream_error(g.error());
+        out += f.finish(g.totals());
+      }
+    }
+    stream.socket().cancel(ec);
+    if (!done || sig_ref.client_gone) {
+      g.cancel();
+      co_return false;
+    }
+    boost::system::error_code wec;
+    co_await net::async_write(stream, http::make_chunk_last(),
+                              net::redirect_error(use_awaitable, wec));
+    co_return !wec;
+  }
+};
+
+HttpServer::HttpServer(Router& router, HttpServerOptions opt)
+    : impl_(std::make_unique<Impl>(router, std::move(opt))) {
+  auto& a = impl_->acceptor;
+  boost::system::error_code ec;
+  auto addr = net::ip::make_address(impl_->opt.host, ec);
+  if (ec) fail(ErrorKind::kInvalidArgument, "--host '{}' is not an IP address", impl_->opt.host);
+  tcp::endpoint ep(addr, static_cast<unsigned short>(impl_->opt.port));
+  a.open(ep.protocol(), ec);
+  if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) a.bind(ep, ec);
+  if (!ec) a.listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    fail(ErrorKind::kIo, "cannot listen on {}:{}: {}", impl_->opt.host, impl_->opt.port,
+         ec.message());
+}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+int HttpServer::port() const {
+  return impl_->acceptor.local_endpoint().port();
+}
+
+void HttpServer::run() {
+  net::co_spawn(impl_->acceptor.get_executor(), impl_->accept_loop(), net::detached);
+  net::signal_set signals(impl_->ioc);
+  if (impl_->opt.stop_on_signals) {
+    signals.add(SIGINT);
+    signals.add(SIGTERM);
+    signals.async_wait([this](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      spdlog::info("signal {}: stopping", sig);
+      stop();
+    });
+  }
+  std::vector<std::thread> threads;
+  for (int i = 1; i < impl_->opt.threads; ++i) threads.emplace_back([this] { impl_->ioc.run(); });
+  impl_->ioc.run();
+  for (auto& t : threads) t.join();
+}
+
+void HttpServer::stop() {
+  if (impl_->stopping.exchange(true)) return;
+  impl_->ioc.stop();
+}
+
+}  // namespace tandem::server

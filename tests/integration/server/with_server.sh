@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# with_server.sh <tandem> <extra serve flags...> -- <command...>
+# Makes the tiny test model, starts `tandem serve` on a free loopback port, runs the command
+# with TANDEM_URL set, then stops the server (by its pid) and reports the command's status.
+# Every wait is bounded; the server never outlives this script.
+set -u
+T=$1; shift
+flags=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do flags+=("$1"); shift; done
+shift
+tmp=$(mktemp -d)
+pid=""
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+"$T" testmodel --preset tiny --seed 3 --out "$tmp/tiny" >/dev/null || { echo "testmodel failed"; exit 1; }
+"$T" serve --model "$tmp/tiny" --served-model-name tiny --port 0 --backend cpu "${flags[@]}" \
+  >"$tmp/out.log" 2>"$tmp/err.log" &
+pid=$!
+port=""
+for _ in $(seq 300); do
+  port=$(grep -oE 'http://127\.0\.0\.1:[0-9]+' "$tmp/out.log" 2>/dev/null | head -1 | sed 's/.*://')
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then
+  echo "server did not start:"; cat "$tmp/out.log" "$tmp/err.log" | tail -20; exit 1
+fi
+export TANDEM_URL="http://127.0.0.1:$port"
+"$@"
+rc=$?
+if ! kill -0 "$pid" 2>/dev/null; then
+  echo "FAIL: the server died during the test"; tail -20 "$tmp/err.log"; rc=1
+fi
+[ $rc -ne 0 ] && { echo "--- server log (tail) ---"; tail -20 "$tmp/err.log"; }
+exit $rc
