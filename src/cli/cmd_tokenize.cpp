@@ -3,9 +3,11 @@
 //   tandem tokenize --json < strings.json     -> [[ids...], ...]
 //   tandem tokenize --decode < ids.txt        -> text
 //   tandem tokenize --decode --json           -> [[ids...], ...] in, ["text", ...] out
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -21,7 +23,36 @@ struct Opts {
   bool decode = false;
   bool no_special = false;
   bool skip_special = false;
+  int bench = 0;
 };
+
+// Encode speed on one core: the first pass in a fresh thread (empty word cache, as for a
+// never-seen prompt) and the best of `reps` later passes (warm cache).
+int bench(const tandem::tok::Tokenizer& tok, const std::string& text, int reps) {
+  using clock = std::chrono::steady_clock;
+  auto secs = [](clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  size_t n_tokens = 0;
+  double cold = 0;
+  std::thread([&] {
+    auto t0 = clock::now();
+    n_tokens = tok.encode(text).size();
+    cold = secs(clock::now() - t0);
+  }).join();
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = clock::now();
+    size_t n = tok.encode(text).size();
+    best = std::min(best, secs(clock::now() - t0));
+    if (n != n_tokens) return 1;
+  }
+  const double mb = double(text.size()) / 1e6;
+  std::printf("bytes %zu tokens %zu\n", text.size(), n_tokens);
+  std::printf("cold cache: %.2f ms, %.1f MB/s, %.0f tokens/s\n", cold * 1e3, mb / cold,
+              double(n_tokens) / cold);
+  std::printf("warm cache: %.2f ms, %.1f MB/s, %.0f tokens/s (best of %d)\n", best * 1e3, mb / best,
+              double(n_tokens) / best, reps);
+  return 0;
+}
 
 std::string read_stdin() {
   return std::string(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -56,6 +87,7 @@ int run(const Opts& o) {
   using nlohmann::json;
   auto tok = tok::load_tokenizer(o.model);
   std::string in = read_stdin();
+  if (o.bench > 0) return bench(*tok, in, o.bench);
   if (o.json) {
     json j = json::parse(in, nullptr, false);
     if (j.is_discarded() || !j.is_array())
@@ -116,5 +148,9 @@ TANDEM_COMMAND(tokenize, 70, "Text to token ids and back (stdin to stdout)",
                               "Tokenize special-token text (e.g. <|im_start|>) as plain text");
                  sub.add_flag("--skip-special", o->skip_special,
                               "With --decode: leave special tokens out of the text");
+                 sub.add_option("--bench", o->bench,
+                                "Benchmark: encode stdin this many times on one core and print "
+                                "the speed")
+                     ->check(CLI::Range(1, 1000));
                  return [o] { return run(*o); };
                });

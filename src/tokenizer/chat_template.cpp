@@ -11,7 +11,9 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 bool ends_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
@@ -27,7 +29,9 @@ std::string rstrip_nl(std::string_view s) {
   while (n > 0 && s[n - 1] == '\n') --n;
   return std::string(s.substr(0, n));
 }
-std::string strip_nl(std::string_view s) { return lstrip_nl(rstrip_nl(s)); }
+std::string strip_nl(std::string_view s) {
+  return lstrip_nl(rstrip_nl(s));
+}
 
 // Python's s.split(sep)[0] and s.split(sep)[-1].
 std::string_view before_first(std::string_view s, std::string_view sep) {
@@ -64,8 +68,10 @@ std::string content_text(const ojson& m, size_t i) {
     }
     return out;
   }
-  fail(ErrorKind::kInvalidArgument, "messages[{}].content must be a string, a list of text "
-       "parts, or null", i);
+  fail(ErrorKind::kInvalidArgument,
+       "messages[{}].content must be a string, a list of text "
+       "parts, or null",
+       i);
 }
 
 std::vector<Message> parse_messages(const ojson& messages) {
@@ -82,8 +88,7 @@ std::vector<Message> parse_messages(const ojson& messages) {
       fail(ErrorKind::kInvalidArgument, "messages[{}].role must be a string", i);
     Message msg;
     msg.role = r->get<std::string>();
-    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" &&
-        msg.role != "tool")
+    if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       fail(ErrorKind::kInvalidArgument,
            "messages[{}].role '{}' is not one of system, user, assistant, tool", i, msg.role);
     msg.content = content_text(m, i);
@@ -109,12 +114,13 @@ void render_tool_call(const ojson& call, size_t i, size_t k, std::string& out) {
     fail(ErrorKind::kInvalidArgument, "messages[{}].tool_calls[{}] is not an object", i, k);
   const ojson* fn = &call;
   // Jinja: `{% if tool_call.function %}` - a present, non-empty object.
-  if (auto f = call.find("function"); f != call.end() && f->is_object() && !f->empty())
-    fn = &*f;
+  if (auto f = call.find("function"); f != call.end() && f->is_object() && !f->empty()) fn = &*f;
   auto name = fn->find("name");
   if (name == fn->end() || !name->is_string())
-    fail(ErrorKind::kInvalidArgument, "messages[{}].tool_calls[{}]: function name must be a "
-         "string", i, k);
+    fail(ErrorKind::kInvalidArgument,
+         "messages[{}].tool_calls[{}]: function name must be a "
+         "string",
+         i, k);
   auto args = fn->find("arguments");
   if (args == fn->end())
     fail(ErrorKind::kInvalidArgument, "messages[{}].tool_calls[{}]: arguments are missing", i, k);
@@ -175,7 +181,8 @@ std::string render_chat(const ojson& messages, const ojson& tools, const ChatOpt
         reasoning = *m.reasoning;
       } else if (m.content.find("</think>") != std::string::npos) {
         content = lstrip_nl(after_last(m.content, "</think>"));
-        reasoning = lstrip_nl(after_last(rstrip_nl(before_first(m.content, "</think>")), "<think>"));
+        reasoning =
+            lstrip_nl(after_last(rstrip_nl(before_first(m.content, "</think>")), "<think>"));
       }
       if (i > last_query && (last || !reasoning.empty())) {
         out += "<|im_start|>assistant\n<think>\n" + strip_nl(reasoning) + "\n</think>\n\n" +

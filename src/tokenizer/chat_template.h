@@ -17,6 +17,10 @@
 
 namespace tandem::tok {
 
+// sha256 of the chat_template string this renderer reproduces (Qwen3's, as pinned).
+inline constexpr const char* kQwen3ChatTemplateSha256 =
+    "87a2728cb8dc9fe424d624542f6060ec05a1d285ebbec578bb078900e33396b5";
+
 struct ChatOptions {
   bool add_generation_prompt = true;
   std::optional<bool> enable_thinking;  // nullopt = template default (thinking on)
@@ -24,7 +28,7 @@ struct ChatOptions {
 
 // `messages` and `tools` are OpenAI-shaped JSON (ordered_json keeps key order for tojson).
 // Throws tandem::Error(kInvalidArgument) on malformed messages (unknown role, bad types).
-std::string render_chat(const nlohmann::ordered_json& messages,
-                        const nlohmann::ordered_json& tools, const ChatOptions& opt);
+std::string render_chat(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                        const ChatOptions& opt);
 
 }  // namespace tandem::tok

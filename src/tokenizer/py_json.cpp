@@ -12,13 +12,27 @@ void dump_string(const std::string& s, std::string& out) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -35,12 +49,24 @@ void dump_string(const std::string& s, std::string& out) {
 void dump(const nlohmann::ordered_json& v, std::string& out) {
   using T = nlohmann::ordered_json::value_t;
   switch (v.type()) {
-    case T::null: out += "null"; break;
-    case T::boolean: out += v.get<bool>() ? "true" : "false"; break;
-    case T::number_integer: out += std::to_string(v.get<int64_t>()); break;
-    case T::number_unsigned: out += std::to_string(v.get<uint64_t>()); break;
-    case T::number_float: out += py_float_repr(v.get<double>()); break;
-    case T::string: dump_string(v.get_ref<const std::string&>(), out); break;
+    case T::null:
+      out += "null";
+      break;
+    case T::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      break;
+    case T::number_integer:
+      out += std::to_string(v.get<int64_t>());
+      break;
+    case T::number_unsigned:
+      out += std::to_string(v.get<uint64_t>());
+      break;
+    case T::number_float:
+      out += py_float_repr(v.get<double>());
+      break;
+    case T::string:
+      dump_string(v.get_ref<const std::string&>(), out);
+      break;
     case T::array: {
       out += '[';
       bool first = true;
@@ -65,7 +91,9 @@ void dump(const nlohmann::ordered_json& v, std::string& out) {
       out += '}';
       break;
     }
-    default: out += "null"; break;  // binary/discarded: not produced by the JSON parser
+    default:
+      out += "null";
+      break;  // binary/discarded: not produced by the JSON parser
   }
 }
 
