@@ -1,0 +1,61 @@
+#pragma once
+// Device helpers shared by the kernels (device code only: include from .cu files).
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+using bf16_t = __nv_bfloat16;
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Round through bf16, as a bf16 tensor op in PyTorch would store an intermediate.
+__device__ __forceinline__ float rbf(float x) {
+  return __bfloat162float(__float2bfloat16(x));
+}
+
+// 8 bf16 values in one 16-byte word: the unit of every vectorised load and store here.
+__device__ __forceinline__ void unpack8(const int4& v, float f[8]) {
+  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 p = __bfloat1622float2(h[i]);
+    f[2 * i] = p.x;
+    f[2 * i + 1] = p.y;
+  }
+}
+
+__device__ __forceinline__ int4 pack8(const float f[8]) {
+  int4 v;
+  __nv_bfloat162* h = reinterpret_cast<__nv_bfloat162*>(&v);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) h[i] = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+  return v;
+}
+
+// Sum over a block of blockDim.x threads (a multiple of 32, at most 1024); `scratch` holds
+// 32 floats. Every thread gets the total.
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  const int nw = blockDim.x >> 5;
+  v = lane < nw ? scratch[lane] : 0.0f;
+  return warp_sum(v);
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,202 @@
+#include <algorithm>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/decode_attention.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxGroup = 8;  // Qwen3 dense models have at most 64/8 query heads per KV head
+
+// Grid (Hkv, S, splits), 4 warps. Lanes split a key into hd/8 chunks of 8 (LPT lanes per
+// token), so a warp scores TPW = 32/LPT tokens per step for all G query heads of the group.
+// Each warp keeps its own running max m (warp-uniform), partial sums l and partial output
+// acc per lane; warps and then splits are merged with the usual log-sum-exp rescaling.
+// Output of a split: part_o [S, Hq, splits, hd] (unnormalised), part_ml [S, Hq, splits, 2].
+template <int HD>
+__global__ void __launch_bounds__(kWarps * 32)
+    decode_split_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
+                        float scale_log2, int splits, float* part_o, float* part_ml) {
+  constexpr int LPT = HD / 8;
+  constexpr int TPW = 32 / LPT;
+  const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
+  const int G = Hq / Hkv;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int tslot = lane / LPT, c = lane % LPT;
+  const int ctx = kv.ctx_lens[s];
+  const int per = (ctx + splits - 1) / splits;
+  const int t0 = split * per, t1 = min(ctx, t0 + per);
+
+  float qr[kMaxGroup][8];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g < G) {
+      const int4 v =
+          reinterpret_cast<const int4*>(q + size_t(s) * q_stride + size_t(kvh * G + g) * HD)[c];
+      unpack8(v, qr[g]);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) qr[g][i] *= scale_log2;
+    }
+  }
+  float acc[kMaxGroup][8], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -1e30f;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc[g][i] = 0.0f;
+  }
+
+  const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
+  for (int base = t0 + warp * TPW; base < t1; base += kWarps * TPW) {
+    const int tok = base + tslot;
+    const bool valid = tok < t1;
+    float kf[8], vf[8];
+    if (valid) {
+      const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
+      const size_t off = (size_t(slot) * Hkv + kvh) * HD / 8 + c;
+      unpack8(reinterpret_cast<const int4*>(kv.k)[off], kf);
+      unpack8(reinterpret_cast<const int4*>(kv.v)[off], vf);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) kf[i] = vf[i] = 0.0f;
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= G) break;
+      float d = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) d += qr[g][i] * kf[i];
+#pragma unroll
+      for (int o = LPT / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+      const float sc = valid ? d : -INFINITY;
+      float cmax = sc;
+#pragma unroll
+      for (int o = LPT; o < 32; o <<= 1) cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, o));
+      const float mn = fmaxf(m[g], cmax);
+      const float alpha = exp2f(m[g] - mn);
+      const float p = valid ? exp2f(sc - mn) : 0.0f;
+      l[g] = l[g] * alpha + p;
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * alpha + p * vf[i];
+      m[g] = mn;
+    }
+  }
+
+  // Merge the token slots of the warp (lanes with the same chunk c), then the warps.
+  __shared__ float sm_m[kWarps][kMaxGroup], sm_l[kWarps][kMaxGroup];
+  __shared__ float sm_o[kWarps][kMaxGroup][HD];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= G) break;
+#pragma unroll
+    for (int o = LPT; o < 32; o <<= 1) {
+      l[g] += __shfl_xor_sync(0xffffffffu, l[g], o);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) acc[g][i] += __shfl_xor_sync(0xffffffffu, acc[g][i], o);
+    }
+    if (tslot == 0) {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) sm_o[warp][g][c * 8 + i] = acc[g][i];
+    }
+    if (lane == 0) {
+      sm_m[warp][g] = m[g];
+      sm_l[warp][g] = l[g];
+    }
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
+    const int g = e / HD, d = e % HD;
+    float M = -1e30f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm_m[w][g]);
+    float L = 0.0f, O = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(sm_m[w][g] - M);
+      L += sm_l[w][g] * f;
+      O += sm_o[w][g][d] * f;
+    }
+    const size_t row = (size_t(s) * Hq + kvh * G + g) * splits + split;
+    part_o[row * HD + d] = O;
+    if (d == 0) {
+      part_ml[row * 2] = M;
+      part_ml[row * 2 + 1] = L;
+    }
+  }
+}
+
+// Grid (S, Hq), hd threads: merge the splits of one (sequence, head).
+__global__ void decode_combine_kernel(const float* part_o, const float* part_ml, bf16_t* out,
+                                      int out_stride, int Hq, int hd, int splits) {
+  const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
+  const size_t row0 = (size_t(s) * Hq + h) * splits;
+  float M = -1e30f;
+  for (int i = 0; i < splits; ++i) M = fmaxf(M, part_ml[(row0 + i) * 2]);
+  float L = 0.0f, O = 0.0f;
+  for (int i = 0; i < splits; ++i) {
+    const float f = exp2f(part_ml[(row0 + i) * 2] - M);
+    L += part_ml[(row0 + i) * 2 + 1] * f;
+    O += part_o[(row0 + i) * hd + d] * f;
+  }
+  out[size_t(s) * out_stride + size_t(h) * hd + d] = __float2bfloat16(L > 0.0f ? O / L : 0.0f);
+}
+
+template <int HD>
+void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int Hkv,
+                  float scale_log2, int splits, float* part_o, float* part_ml,
+                  cudaStream_t stream) {
+  dim3 grid(Hkv, S, splits);
+  decode_split_kernel<HD><<<grid, kWarps * 32, 0, stream>>>(q, q_stride, kv, Hq, Hkv, scale_log2,
+                                                            splits, part_o, part_ml);
+}
+
+}  // namespace
+
+size_t decode_attention_workspace(int S, int Hq, int hd, int splits) {
+  return size_t(S) * Hq * splits * (hd + 2);
+}
+
+int decode_attention_splits(int S, int Hkv, int num_sms) {
+  const int blocks = std::max(1, S * Hkv);
+  return std::clamp((2 * num_sms + blocks - 1) / blocks, 1, 32);
+}
+
+void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride, int S,
+                      int Hq, int Hkv, int hd, float scale, int splits, float* workspace,
+                      cudaStream_t stream) {
+  if (S <= 0) return;
+  if (Hq % Hkv != 0 || Hq / Hkv > kMaxGroup)
+    cuda_fail("decode_attention", "query heads per KV head must divide and be <= 8", __FILE__,
+              __LINE__);
+  float* part_o = workspace;
+  float* part_ml = workspace + size_t(S) * Hq * splits * hd;
+  const float scale_log2 = scale * 1.4426950408889634f;
+  switch (hd) {
+    case 16:
+      launch_split<16>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
+      break;
+    case 32:
+      launch_split<32>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
+      break;
+    case 64:
+      launch_split<64>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
+      break;
+    case 128:
+      launch_split<128>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
+      break;
+    case 256:
+      launch_split<256>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
+      break;
+    default:
+      cuda_fail("decode_attention", "unsupported head_dim", __FILE__, __LINE__);
+  }
+  TANDEM_CUDA_CHECK_LAUNCH();
+  decode_combine_kernel<<<dim3(S, Hq), hd, 0, stream>>>(part_o, part_ml, out, out_stride, Hq, hd,
+                                                        splits);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,38 @@
+#pragma once
+// Decode attention over the paged KV cache: one query row per sequence, split-K
+// (flash-decoding). Each block reads one KV head's keys and values of one split of one
+// sequence's context once, for the whole group of Hq/Hkv query heads that share it (GQA).
+//
+//   q:   row s at q + s * q_stride, heads [Hq, hd] (the q part of the fused qkv row)
+//   cache (one layer): [slots, Hkv, hd]; block_tables [S, max_blocks]; ctx_lens [S]
+//   out: row s at out + s * out_stride, [Hq, hd] bf16
+// The query of sequence s sits at position ctx_lens[s] - 1 and attends to every cached token
+// (its own K/V already written). ctx_lens[s] == 0 (a padding row) gives a zero output.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+struct PagedKv {
+  const __nv_bfloat16* k;
+  const __nv_bfloat16* v;
+  const int32_t* block_tables;  // [S, max_blocks]
+  int max_blocks;
+  const int32_t* ctx_lens;  // [S]
+  int block_size;
+};
+
+// fp32 floats of scratch `decode_attention` needs for S sequences and `splits` splits.
+size_t decode_attention_workspace(int S, int Hq, int hd, int splits);
+
+// A split count that fills the GPU for S sequences (graph-safe: independent of the lengths).
+int decode_attention_splits(int S, int Hkv, int num_sms);
+
+// hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats.
+void decode_attention(const __nv_bfloat16* q, int q_stride, PagedKv kv, __nv_bfloat16* out,
+                      int out_stride, int S, int Hq, int Hkv, int hd, float scale, int splits,
+                      float* workspace, cudaStream_t stream);
+
+}  // namespace tandem::cuda

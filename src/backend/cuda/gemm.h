@@ -1,0 +1,56 @@
+#pragma once
+// Linear layers: Y[T, N] = X[T, K] W[N, K]^T, bf16 row-major X and Y, weights in HF's
+// [out, in] layout, fp32 accumulate. Large T goes to cuBLASLt; T <= gemv_max_tokens to the
+// custom small-batch kernel (gemv.cuh), which reads the weights closer to the bandwidth limit.
+#include <cublasLt.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <tuple>
+
+namespace tandem::cuda {
+
+class Gemm {
+ public:
+  // gemv_max_tokens: 0 sends every product to cuBLASLt (the portable library path).
+  explicit Gemm(int gemv_max_tokens = 4, size_t workspace_bytes = size_t(64) << 20);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  void set_gemv_max_tokens(int t) { gemv_max_tokens_ = t; }
+  int gemv_max_tokens() const { return gemv_max_tokens_; }
+
+  // ldx/ldy: row strides of X and Y in elements (0: K and N). Capturable in a CUDA graph
+  // once the shape has been run outside capture (the algorithm is chosen then).
+  void linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
+              cudaStream_t stream, int ldx = 0, int ldy = 0);
+
+  // The MLP's first half: act[T, I] = silu(X W_gate^T) * (X W_up^T), with W_gate_up the fused
+  // [2I, K] weight. Small T: one fused GEMV; otherwise cuBLASLt into `scratch` [T, 2I], then
+  // the SwiGLU kernel.
+  void linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up, __nv_bfloat16* act,
+                     __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream);
+
+  // Forces cuBLASLt regardless of T (for tests and benchmarks).
+  void cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
+                     int K, cudaStream_t stream, int ldx = 0, int ldy = 0);
+
+ private:
+  struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  const Plan& plan(int T, int N, int K, int ldx, int ldy);
+
+  cublasLtHandle_t lt_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  int gemv_max_tokens_ = 4;
+  std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
+};
+
+}  // namespace tandem::cuda

@@ -1,0 +1,114 @@
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/gemv.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;  // 16-byte W loads in flight per lane
+
+// SWIGLU: W holds gate rows [0, N) then up rows [N, 2N); the warp for column n reads rows n
+// and N + n and writes bf16(bf16(silu(g)) * u) with g, u rounded to bf16 as the unfused
+// layers would store them (the fused gate/up output never goes to memory).
+template <int T, bool SWIGLU>
+__global__ void __launch_bounds__(kThreads)
+    gemv_kernel(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K) {
+  constexpr int R = SWIGLU ? 2 : 1;  // weight rows per warp
+  const int n = (blockIdx.x * kThreads + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (n >= N) return;
+  const int4* w[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+    w[r] = reinterpret_cast<const int4*>(W + (size_t(n) + size_t(r) * N) * K);
+  const int K8 = K / 8;
+  float acc[R][T];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
+  for (int c0 = lane; c0 < K8; c0 += 32 * kUnroll) {
+    int4 wv[R][kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + 32 * u;
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        wv[r][u] = c < K8 ? __ldcs(w[r] + c) : make_int4(0, 0, 0, 0);  // streamed: read once
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int c = c0 + 32 * u;
+      if (c >= K8) break;
+      float wf[R][8];
+#pragma unroll
+      for (int r = 0; r < R; ++r) unpack8(wv[r][u], wf[r]);
+#pragma unroll
+      for (int t = 0; t < T; ++t) {
+        float xf[8];
+        unpack8(__ldg(reinterpret_cast<const int4*>(X + size_t(t) * ldx) + c), xf);
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+#pragma unroll
+          for (int i = 0; i < 8; ++i) acc[r][t] += wf[r][i] * xf[i];
+      }
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < T; ++t) {
+    float v = warp_sum(acc[0][t]);
+    if constexpr (SWIGLU) {
+      const float g = rbf(v), u = rbf(warp_sum(acc[R - 1][t]));
+      v = rbf(g / (1.0f + expf(-g))) * u;
+    }
+    if (lane == 0) Y[size_t(t) * ldy + n] = __float2bfloat16(v);
+  }
+}
+
+template <int T>
+void launch(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
+            bool swiglu, cudaStream_t stream) {
+  const int blocks = (N * 32 + kThreads - 1) / kThreads;
+  if (swiglu)
+    gemv_kernel<T, true><<<blocks, kThreads, 0, stream>>>(X, ldx, W, Y, ldy, N, K);
+  else
+    gemv_kernel<T, false><<<blocks, kThreads, 0, stream>>>(X, ldx, W, Y, ldy, N, K);
+}
+
+}  // namespace
+
+void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
+          cudaStream_t stream, bool swiglu) {
+  switch (T) {
+    case 1:
+      launch<1>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 2:
+      launch<2>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 3:
+      launch<3>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 4:
+      launch<4>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 5:
+      launch<5>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 6:
+      launch<6>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 7:
+      launch<7>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    case 8:
+      launch<8>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
+      break;
+    default:
+      cuda_fail("gemv", "T must be in [1, 8]", __FILE__, __LINE__);
+  }
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tandem::cuda

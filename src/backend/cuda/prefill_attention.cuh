@@ -1,0 +1,33 @@
+#pragma once
+// Causal attention for any mix of prefill chunks and decodes, reading K/V from the paged cache
+// (flash-attention 2 style, bf16 tensor cores through mma.sync, sm_80+). New tokens' K/V are
+// written to the cache first, so a chunk continuing a prefix (chunked prefill, prefix-cache
+// hit) attends over the cached tokens and its own in one pass.
+//
+//   qkv: row t at qkv + t * q_stride; q heads [Hq, hd] at the start of the row
+//   positions [T]: query row t attends to keys 0..positions[t] of its sequence
+//   tiles: work items of up to 64 consecutive rows of one sequence (make_prefill_tiles)
+//   out: row t at out + t * out_stride, [Hq, hd] bf16
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "backend/cuda/decode_attention.cuh"
+
+namespace tandem::cuda {
+
+constexpr int kPrefillTileRows = 64;
+
+// Work items {seq, first row, rows, 0} covering rows [query_start[s], query_start[s+1]) of
+// every sequence in tiles of <= 64 rows; the tiles with the most keys come first.
+std::vector<int32_t> make_prefill_tiles(const int32_t* query_start, const int32_t* positions,
+                                        int S);
+
+// hd in {16, 32, 64, 128}. tiles: device copy of make_prefill_tiles' output (4 ints a tile).
+void prefill_attention(const __nv_bfloat16* qkv, int q_stride, const int32_t* positions,
+                       const int32_t* tiles, int num_tiles, PagedKv kv, __nv_bfloat16* out,
+                       int out_stride, int Hq, int Hkv, int hd, float scale, cudaStream_t stream);
+
+}  // namespace tandem::cuda

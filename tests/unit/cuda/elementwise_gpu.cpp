@@ -1,0 +1,205 @@
+// Embedding gather, RMSNorm + residual, SwiGLU, q/k-norm + RoPE, KV write and the random
+// fill against simple CPU loops, on fresh random inputs at odd sizes.
+#include <algorithm>
+#include <numeric>
+
+#include "backend/cuda/embedding.cuh"
+#include "backend/cuda/fill.cuh"
+#include "backend/cuda/kv_write.cuh"
+#include "backend/cuda/qk_norm_rope.cuh"
+#include "backend/cuda/rmsnorm.cuh"
+#include "backend/cuda/swiglu.cuh"
+#include "gpu_test_util.h"
+
+namespace tandem::cuda::test {
+namespace {
+
+TEST(CudaKernels, GatherRowsCopiesExactly) {
+  Rng rng(test_seed() + 1);
+  const int vocab = 1237, dim = 72, n = 53;
+  auto table = random_bf16(rng, size_t(vocab) * dim);
+  std::vector<int32_t> ids(n);
+  for (auto& i : ids) i = int32_t(rng.next() % vocab);
+  Dev<bf16_t> dt(table), dout(size_t(n) * dim);
+  Dev<int32_t> di(ids);
+  gather_rows(di.get(), dt.get(), dout.get(), n, dim, nullptr);
+  auto got = dout.floats();
+  for (int t = 0; t < n; ++t)
+    for (int d = 0; d < dim; ++d)
+      ASSERT_EQ(got[size_t(t) * dim + d], table[size_t(ids[t]) * dim + d]) << t << "," << d;
+}
+
+TEST(CudaKernels, AddRmsNormMatchesCpu) {
+  Rng rng(test_seed() + 2);
+  for (int dim : {40, 5128}) {
+    const int T = 7;
+    auto x = random_bf16(rng, size_t(T) * dim, 2.0);
+    auto delta = random_bf16(rng, size_t(T) * dim, 1.0);
+    auto w = random_bf16(rng, dim, 0.2, 1.0);
+    Dev<bf16_t> dx(x), dd(delta), dw(w), dout(size_t(T) * dim);
+    add_rmsnorm(dx.get(), dd.get(), dw.get(), dout.get(), T, dim, 1e-6f, nullptr);
+    std::vector<double> ref_x(x.size()), ref_out(x.size());
+    for (int t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int d = 0; d < dim; ++d) {
+        size_t i = size_t(t) * dim + d;
+        ref_x[i] = round_bf16(x[i] + delta[i]);
+        ss += ref_x[i] * ref_x[i];
+      }
+      double r = 1.0 / std::sqrt(ss / dim + 1e-6);
+      for (int d = 0; d < dim; ++d)
+        ref_out[size_t(t) * dim + d] = ref_x[size_t(t) * dim + d] * r * w[d];
+    }
+    EXPECT_LT(rel_error(dx.floats(), ref_x), 1e-6) << "residual, dim " << dim;
+    EXPECT_LT(rel_error(dout.floats(), ref_out), 8e-3) << "norm, dim " << dim;
+    // Without a delta the residual is left as is.
+    Dev<bf16_t> dx2(x);
+    add_rmsnorm(dx2.get(), nullptr, dw.get(), dout.get(), T, dim, 1e-6f, nullptr);
+    std::vector<double> xd(x.begin(), x.end());
+    EXPECT_EQ(rel_error(dx2.floats(), xd), 0.0);
+  }
+}
+
+TEST(CudaKernels, SwigluMatchesCpu) {
+  Rng rng(test_seed() + 3);
+  const int T = 9, inter = 344;
+  auto gu = random_bf16(rng, size_t(T) * 2 * inter, 2.0);
+  Dev<bf16_t> dg(gu), dout(size_t(T) * inter);
+  swiglu(dg.get(), dout.get(), T, inter, nullptr);
+  std::vector<double> ref(size_t(T) * inter);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < inter; ++i) {
+      double g = gu[size_t(t) * 2 * inter + i], u = gu[size_t(t) * 2 * inter + inter + i];
+      ref[size_t(t) * inter + i] = g / (1 + std::exp(-g)) * u;
+    }
+  EXPECT_LT(rel_error(dout.floats(), ref), 8e-3);
+}
+
+// q/k RMSNorm then NeoX RoPE, in double, from the formulas of REFERENCE.md section 2.
+void qk_norm_rope_ref(std::vector<double>& qkv, const std::vector<float>& in,
+                      const std::vector<int32_t>& pos, const std::vector<float>& qw,
+                      const std::vector<float>& kw, const std::vector<float>& inv_freq,
+                      float mscale, int T, int Hq, int Hkv, int hd) {
+  const int row = (Hq + 2 * Hkv) * hd, half = hd / 2;
+  qkv.assign(in.begin(), in.end());
+  for (int t = 0; t < T; ++t)
+    for (int h = 0; h < Hq + Hkv; ++h) {
+      double* x = qkv.data() + size_t(t) * row + size_t(h) * hd;
+      const auto& w = h < Hq ? qw : kw;
+      double ss = 0;
+      for (int i = 0; i < hd; ++i) ss += x[i] * x[i];
+      const double r = 1.0 / std::sqrt(ss / hd + 1e-6);
+      std::vector<double> y(hd);
+      for (int i = 0; i < hd; ++i) y[i] = x[i] * r * w[i];
+      for (int i = 0; i < half; ++i) {
+        const double f = double(pos[t]) * double(inv_freq[i]);
+        const double c = std::cos(f) * mscale, s = std::sin(f) * mscale;
+        x[i] = y[i] * c - y[i + half] * s;
+        x[i + half] = y[i + half] * c + y[i] * s;
+      }
+    }
+}
+
+TEST(CudaKernels, QkNormRopeMatchesCpu) {
+  Rng rng(test_seed() + 4);
+  struct Case {
+    int Hq, Hkv, hd;
+    float mscale;
+  };
+  for (Case c : {Case{5, 1, 128, 1.0f}, Case{4, 2, 16, 1.0f}, Case{8, 2, 64, 1.1386f}}) {
+    const int T = 11, row = (c.Hq + 2 * c.Hkv) * c.hd;
+    auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
+    auto qw = random_bf16(rng, c.hd, 0.2, 1.0), kw = random_bf16(rng, c.hd, 0.2, 1.0);
+    std::vector<int32_t> pos(T);
+    for (auto& p : pos) p = int32_t(rng.next() % 40000);
+    std::vector<float> inv(c.hd / 2);
+    for (int i = 0; i < c.hd / 2; ++i) inv[i] = float(std::pow(1e6, -2.0 * i / c.hd));
+    Dev<bf16_t> d(qkv), dqw(qw), dkw(kw);
+    Dev<int32_t> dp(pos);
+    Dev<float> dinv(inv);
+    qk_norm_rope(d.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), c.mscale}, T, c.Hq,
+                 c.Hkv, c.hd, 1e-6f, nullptr);
+    std::vector<double> ref;
+    qk_norm_rope_ref(ref, qkv, pos, qw, kw, inv, c.mscale, T, c.Hq, c.Hkv, c.hd);
+    auto got = d.floats();
+    EXPECT_LT(rel_error(got, ref), 1.5e-2) << "hd " << c.hd;
+    // v heads untouched.
+    for (int t = 0; t < T; ++t)
+      for (int i = (c.Hq + c.Hkv) * c.hd; i < row; ++i)
+        ASSERT_EQ(got[size_t(t) * row + i], qkv[size_t(t) * row + i]);
+
+    // Fused KV write: the same qkv result, and the cache holds exactly what kv_write would
+    // copy from it (row 2 skipped by a negative slot).
+    const int slots = 3 * T, kvd = c.Hkv * c.hd;
+    std::vector<int64_t> slot(T);
+    for (int t = 0; t < T; ++t) slot[t] = t == 2 ? -1 : 3 * t + 1;
+    Dev<bf16_t> d2(qkv), kc(size_t(slots) * kvd), vc(size_t(slots) * kvd);
+    Dev<int64_t> ds(slot);
+    auto kc0 = kc.floats(), vc0 = vc.floats();  // poison, which must stay where not written
+    qk_norm_rope(d2.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), c.mscale}, T, c.Hq,
+                 c.Hkv, c.hd, 1e-6f, nullptr, KvDest{ds.get(), kc.get(), vc.get()});
+    auto got2 = d2.floats(), k = kc.floats(), v = vc.floats();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got2[i], got[i]) << i;
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kvd; ++i) {
+        const size_t at = size_t(3 * t + 1) * kvd + i;
+        if (slot[t] < 0) {
+          ASSERT_TRUE(std::isnan(k[at]) && std::isnan(v[at]));
+          continue;
+        }
+        ASSERT_EQ(k[at], got[size_t(t) * row + c.Hq * c.hd + i]) << t << " " << i;
+        ASSERT_EQ(v[at], got[size_t(t) * row + c.Hq * c.hd + kvd + i]) << t << " " << i;
+      }
+    (void)kc0;
+    (void)vc0;
+  }
+}
+
+TEST(CudaKernels, KvWriteFillsSlotsAndSkipsNegative) {
+  Rng rng(test_seed() + 5);
+  const int T = 13, Hq = 5, Hkv = 1, hd = 128, slots = 97;
+  const int row = (Hq + 2 * Hkv) * hd, kvd = Hkv * hd;
+  auto qkv = random_bf16(rng, size_t(T) * row);
+  std::vector<int64_t> slot(T);
+  std::vector<int> perm(slots);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int i = slots - 1; i > 0; --i) std::swap(perm[i], perm[rng.next() % (i + 1)]);
+  for (int t = 0; t < T; ++t) slot[t] = t == 3 ? -1 : perm[t];
+  auto kc0 = random_bf16(rng, size_t(slots) * kvd), vc0 = random_bf16(rng, size_t(slots) * kvd);
+  Dev<bf16_t> dq(qkv), dk(kc0), dv(vc0);
+  Dev<int64_t> ds(slot);
+  kv_write(dq.get(), ds.get(), dk.get(), dv.get(), T, Hq, Hkv, hd, nullptr);
+  auto k = dk.floats(), v = dv.floats();
+  std::vector<float> kr = kc0, vr = vc0;
+  for (int t = 0; t < T; ++t) {
+    if (slot[t] < 0) continue;
+    for (int i = 0; i < kvd; ++i) {
+      kr[size_t(slot[t]) * kvd + i] = qkv[size_t(t) * row + Hq * hd + i];
+      vr[size_t(slot[t]) * kvd + i] = qkv[size_t(t) * row + Hq * hd + kvd + i];
+    }
+  }
+  EXPECT_EQ(k, kr);
+  EXPECT_EQ(v, vr);
+}
+
+TEST(CudaKernels, FillRandomHasTheAskedMoments) {
+  const size_t n = 1000003;
+  Dev<bf16_t> d(n);
+  fill_random(d.get(), n, test_seed(), 0.5f, 0.02f, nullptr);
+  auto v = d.floats();
+  double s = 0, s2 = 0;
+  for (float x : v) {
+    ASSERT_TRUE(std::isfinite(x));
+    s += x;
+    s2 += double(x) * x;
+  }
+  const double mean = s / n, var = s2 / n - mean * mean;
+  EXPECT_NEAR(mean, 0.5, 1e-3);
+  EXPECT_NEAR(std::sqrt(var), 0.02, 1e-3);
+  Dev<float> f(n);
+  bf16_to_f32(d.get(), f.get(), n, nullptr);
+  EXPECT_EQ(f.floats(), v);
+}
+
+}  // namespace
+}  // namespace tandem::cuda::test

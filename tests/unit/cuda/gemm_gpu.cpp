@@ -1,0 +1,74 @@
+// Linear layers (cuBLASLt and the small-batch GEMV) against a double-precision CPU loop,
+// with row strides as the runner uses them.
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/gemv.cuh"
+#include "gpu_test_util.h"
+
+namespace tandem::cuda::test {
+namespace {
+
+void check_linear(Rng& rng, Gemm& g, bool force_cublas, int T, int N, int K, int ldx, int ldy) {
+  auto x = random_bf16(rng, size_t(T) * ldx);
+  auto w = random_bf16(rng, size_t(N) * K, 1.0 / std::sqrt(double(K)));
+  Dev<bf16_t> dx(x), dw(w), dy(size_t(T) * ldy);
+  if (force_cublas)
+    g.cublas_linear(dx.get(), dw.get(), dy.get(), T, N, K, nullptr, ldx, ldy);
+  else
+    g.linear(dx.get(), dw.get(), dy.get(), T, N, K, nullptr, ldx, ldy);
+  auto y = dy.floats();
+  std::vector<float> got;
+  std::vector<double> ref;
+  for (int t = 0; t < T; ++t)
+    for (int n = 0; n < N; ++n) {
+      double r = 0;
+      for (int k = 0; k < K; ++k) r += double(x[size_t(t) * ldx + k]) * w[size_t(n) * K + k];
+      ref.push_back(r);
+      got.push_back(y[size_t(t) * ldy + n]);
+    }
+  EXPECT_LT(rel_error(got, ref), 6e-3)
+      << "T " << T << " N " << N << " K " << K << (force_cublas ? " cuBLASLt" : " linear");
+}
+
+TEST(CudaKernels, GemvMatchesCpuForEveryRowCount) {
+  Rng rng(test_seed() + 21);
+  Gemm g(kGemvMaxTokens);
+  for (int T = 1; T <= kGemvMaxTokens; ++T) check_linear(rng, g, false, T, 1003, 1160, 1160, 1003);
+  check_linear(rng, g, false, 3, 77, 8, 16, 80);  // K of one vector, padded strides
+  check_linear(rng, g, false, 1, 517, 5128, 5128, 517);
+}
+
+TEST(CudaKernels, CublasLinearMatchesCpu) {
+  Rng rng(test_seed() + 22);
+  Gemm g(0);
+  for (int T : {1, 5, 37, 200}) check_linear(rng, g, true, T, 520, 264, 264, 520);
+  check_linear(rng, g, true, 9, 136, 200, 208, 144);
+  // linear() with the GEMV off goes to cuBLASLt for every T.
+  check_linear(rng, g, false, 2, 1000, 640, 640, 1000);
+}
+
+// act = silu(x Wg^T) * (x Wu^T): the fused GEMV (T <= 8) and cuBLASLt + SwiGLU (larger T).
+TEST(CudaKernels, LinearSwigluMatchesCpu) {
+  Rng rng(test_seed() + 23);
+  Gemm g(kGemvMaxTokens);
+  const int I = 344, K = 648;
+  for (int T : {1, 2, 5, 8, 37}) {
+    auto x = random_bf16(rng, size_t(T) * K);
+    auto w = random_bf16(rng, size_t(2 * I) * K, 2.0 / std::sqrt(double(K)));
+    Dev<bf16_t> dx(x), dw(w), dact(size_t(T) * I), dscratch(size_t(T) * 2 * I);
+    g.linear_swiglu(dx.get(), dw.get(), dact.get(), dscratch.get(), T, I, K, nullptr);
+    std::vector<double> ref(size_t(T) * I);
+    for (int t = 0; t < T; ++t)
+      for (int n = 0; n < I; ++n) {
+        double gs = 0, us = 0;
+        for (int k = 0; k < K; ++k) {
+          gs += double(x[size_t(t) * K + k]) * w[size_t(n) * K + k];
+          us += double(x[size_t(t) * K + k]) * w[size_t(I + n) * K + k];
+        }
+        ref[size_t(t) * I + n] = gs / (1 + std::exp(-gs)) * us;
+      }
+    EXPECT_LT(rel_error(dact.floats(), ref), 1e-2) << "T " << T;
+  }
+}
+
+}  // namespace
+}  // namespace tandem::cuda::test

@@ -1,0 +1,234 @@
+// The CUDA runner against the CPU reference runner on the `tiny` and `small` test models:
+// the same multi-step schedule (prefill chunks, a prefix continued in a later step, mixed
+// prefill + decode batches, then decode steps that go through the CUDA graphs) must give
+// the same logits within bf16 tolerance, and the same greedy tokens where the margin is
+// clear. Three CUDA configurations: default (graphs + GEMV), library-only (cuBLASLt, no
+// graphs), and tiny device passes that force a step to be split.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/paths.h"
+#include "core/rng.h"
+#include "model/cpu_runner.h"
+#include "model/cuda_runner.h"
+#include "model/testmodel.h"
+
+namespace fs = std::filesystem;
+
+namespace tandem::model {
+namespace {
+
+fs::path make_model(const std::string& preset) {
+  fs::path dir =
+      fs::temp_directory_path() / ("tandem-cuda-test-" + preset + "-" + std::to_string(::getpid()));
+  if (fs::exists(dir / "model.safetensors")) return dir;
+  auto tok = find_tokenizer_source();
+  if (!tok) fail(ErrorKind::kNotFound, "tokenizer files not found (TANDEM_TOKENIZER_DIR)");
+  write_test_model(dir, test_model_preset(preset), 0, *tok);
+  return dir;
+}
+
+// Sequences get blocks from a shuffled free list.
+class Paging {
+ public:
+  Paging(int num_blocks, int bs, uint64_t seed) : bs_(bs) {
+    for (int i = 0; i < num_blocks; ++i) free_.push_back(i);
+    Rng r(seed);
+    for (size_t i = free_.size(); i > 1; --i) std::swap(free_[i - 1], free_[r.next() % i]);
+  }
+  ForwardBatch step(const std::vector<std::pair<int, std::vector<TokenId>>>& work) {
+    ForwardBatch b;
+    b.query_start.push_back(0);
+    int max_blocks = 1;
+    for (auto& [s, toks] : work) {
+      if (size_t(s) >= len_.size()) len_.resize(s + 1, 0), blocks_.resize(s + 1);
+      for (TokenId t : toks) {
+        const int p = len_[s]++;
+        if (p % bs_ == 0) {
+          blocks_[s].push_back(free_.back());
+          free_.pop_back();
+        }
+        b.tokens.push_back(t);
+        b.positions.push_back(p);
+        b.slot_mapping.push_back(int64_t(blocks_[s][p / bs_]) * bs_ + p % bs_);
+      }
+      b.query_start.push_back(int(b.tokens.size()));
+      b.context_lens.push_back(len_[s]);
+      b.logit_rows.push_back(int(b.tokens.size()) - 1);
+      max_blocks = std::max(max_blocks, int(blocks_[s].size()));
+    }
+    b.max_blocks = max_blocks;
+    for (auto& [s, toks] : work) {
+      for (int i = 0; i < max_blocks; ++i)
+        b.block_tables.push_back(i < int(blocks_[s].size()) ? blocks_[s][i] : -1);
+    }
+    return b;
+  }
+
+ private:
+  int bs_;
+  std::vector<int32_t> free_;
+  std::vector<std::vector<int32_t>> blocks_;
+  std::vector<int> len_;
+};
+
+struct Diff {
+  double rel = 0;       // worst ||cuda - cpu|| / ||cpu|| over rows
+  int argmax_miss = 0;  // rows whose argmax differs although the CPU margin was > 0.5
+  int rows = 0;
+};
+
+void compare(const std::vector<float>& cuda, const std::vector<float>& cpu, int V, Diff& d) {
+  for (size_t r = 0; r < cpu.size() / V; ++r) {
+    double num = 0, den = 0;
+    int ac = 0, ag = 0;
+    for (int i = 0; i < V; ++i) {
+      const double a = cuda[r * V + i], b = cpu[r * V + i];
+      if (!std::isfinite(a)) num = INFINITY;
+      num += (a - b) * (a - b);
+      den += b * b;
+      if (cuda[r * V + i] > cuda[r * V + ag]) ag = i;
+      if (cpu[r * V + i] > cpu[r * V + ac]) ac = i;
+    }
+    float second = -INFINITY;
+    for (int i = 0; i < V; ++i)
+      if (i != ac) second = std::max(second, cpu[r * V + i]);
+    d.rel = std::max(d.rel, std::sqrt(num / den));
+    if (ag != ac && cpu[r * V + ac] - second > 0.5f) ++d.argmax_miss;
+    ++d.rows;
+  }
+}
+
+void run_schedule(const std::string& preset, double tol) {
+  const fs::path dir = make_model(preset);
+  const int bs = 16, blocks = 96;
+  CpuRunnerOptions copt;
+  copt.block_size = bs;
+  copt.num_blocks = blocks;
+  auto cpu = make_cpu_runner(dir, copt);
+  const int V = cpu->vocab_size();
+
+  struct Variant {
+    const char* name;
+    CudaRunnerOptions opt;
+  };
+  std::vector<Variant> variants(3);
+  variants[0].name = "graphs+gemv";
+  variants[1].name = "cublas-only";
+  variants[1].opt.cuda_graphs = false;
+  variants[1].opt.gemv_max_tokens = 0;
+  variants[2].name = "split-passes";
+  variants[2].opt.max_num_tokens = 24;
+  variants[2].opt.cuda_graphs = false;
+  for (auto& v : variants) {
+    v.opt.block_size = bs;
+    v.opt.num_blocks = blocks;
+    v.opt.max_model_len = 1024;
+    v.opt.progress = false;
+    v.opt.max_graph_batch = 8;
+  }
+  std::vector<std::unique_ptr<Runner>> gpus;
+  for (auto& v : variants) gpus.push_back(make_cuda_runner(dir.string(), v.opt));
+
+  // The schedule: prompts of odd lengths, random tokens over the whole vocabulary.
+  Rng rng(uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  auto toks = [&](int n) {
+    std::vector<TokenId> t(n);
+    for (auto& x : t) x = TokenId(rng.next() % 151643);
+    return t;
+  };
+  std::vector<std::vector<std::pair<int, std::vector<TokenId>>>> steps;
+  steps.push_back({{0, toks(37)}, {1, toks(20)}});               // two prefills
+  steps.push_back({{0, toks(1)}, {1, toks(75)}, {2, toks(5)}});  // decode + chunk + new
+  for (int i = 0; i < 5; ++i) steps.push_back({{0, toks(1)}, {1, toks(1)}, {2, toks(1)}});
+  steps.push_back({{0, toks(1)}, {2, toks(1)}});  // a smaller decode batch (another bucket)
+  steps.push_back({{0, toks(1)}, {2, toks(1)}});
+  steps.push_back({{0, toks(1)}, {2, toks(1)}});
+
+  std::vector<Paging> pg;
+  for (size_t i = 0; i <= gpus.size(); ++i) pg.emplace_back(blocks, bs, 77 + i);
+  std::vector<Diff> diffs(gpus.size());
+  for (auto& st : steps) {
+    ForwardBatch b = pg[0].step(st);
+    std::vector<float> ref(b.logit_rows.size() * size_t(V));
+    cpu->forward(b, ref);
+    for (size_t g = 0; g < gpus.size(); ++g) {
+      ForwardBatch bg = pg[g + 1].step(st);  // own block placement per runner
+      std::vector<float> out(ref.size(), NAN);
+      gpus[g]->forward(bg, out);
+      compare(out, ref, V, diffs[g]);
+    }
+  }
+  for (size_t g = 0; g < gpus.size(); ++g) {
+    std::printf("[ model ] %s %-12s rows %d  worst rel error %.2e  argmax misses %d\n",
+                preset.c_str(), variants[g].name, diffs[g].rows, diffs[g].rel,
+                diffs[g].argmax_miss);
+    EXPECT_LT(diffs[g].rel, tol) << preset << " " << variants[g].name;
+    EXPECT_EQ(diffs[g].argmax_miss, 0) << preset << " " << variants[g].name;
+  }
+  auto st = cuda_runner_stats(*gpus[0]);
+  EXPECT_GE(st.graphs_captured, 2) << "decode steps should have replayed graphs";
+  fs::remove_all(dir);
+}
+
+TEST(CudaRunner, TinyMatchesCpuRunner) {
+  run_schedule("tiny", 3e-2);
+}
+TEST(CudaRunner, SmallMatchesCpuRunner) {
+  run_schedule("small", 3e-2);
+}
+
+TEST(CudaRunner, InvalidBatchIsAnError) {
+  CudaRunnerOptions o;
+  o.num_blocks = 8;
+  o.max_model_len = 128;
+  o.progress = false;
+  auto r = make_cuda_runner("synthetic:qwen3-0.6b", o);
+  ForwardBatch b;
+  b.tokens = {1, 2};
+  b.positions = {0, 1};
+  b.query_start = {0, 2};
+  b.context_lens = {2};
+  b.max_blocks = 1;
+  b.block_tables = {0};
+  b.slot_mapping = {0, 1};
+  b.logit_rows = {1};
+  std::vector<float> out(size_t(r->vocab_size()));
+  EXPECT_NO_THROW(r->forward(b, out));
+  auto bad = b;
+  bad.tokens[0] = 200000;
+  EXPECT_THROW(r->forward(bad, out), Error);
+  bad = b;
+  bad.block_tables = {9};
+  EXPECT_THROW(r->forward(bad, out), Error);
+  bad = b;
+  bad.positions = {3, 4};
+  EXPECT_THROW(r->forward(bad, out), Error);
+  std::vector<float> small(10);
+  EXPECT_THROW(r->forward(b, small), Error);
+  for (float x : out) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(CudaRunner, ModelThatDoesNotFitIsAClearError) {
+  CudaRunnerOptions o;
+  o.gpu_memory_utilization = 0.05;
+  o.progress = false;
+  try {
+    make_cuda_runner("synthetic:qwen3-32b", o);
+    FAIL() << "a 32B model fitted in 5% of the GPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kResource);
+    EXPECT_NE(std::string(e.what()).find("GiB"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(make_cuda_runner("synthetic:qwen3-15b", o), Error);
+}
+
+}  // namespace
+}  // namespace tandem::model
