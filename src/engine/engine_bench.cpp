@@ -171,6 +171,52 @@ class Level {
 };
 }  // namespace
 
+namespace {
+class NullRunner : public model::Runner {
+ public:
+  NullRunner(int vocab, int block_size, int num_blocks, bool greedy)
+      : vocab_(vocab), greedy_(greedy) {
+    layout_.num_layers = 1;
+    layout_.num_kv_heads = 1;
+    layout_.head_dim = 1;
+    layout_.block_size = block_size;
+    layout_.num_blocks = num_blocks;
+  }
+  int vocab_size() const override { return vocab_; }
+  int max_model_len() const override { return layout_.num_blocks * layout_.block_size; }
+  model::KvLayout kv_layout() const override { return layout_; }
+  std::string name() const override { return "null"; }
+  void forward(const model::ForwardBatch& b, std::span<float> logits) override {
+    for (size_t k = 0; k < b.logit_rows.size(); ++k) {
+      uint32_t x = 2166136261u ^ uint32_t(b.tokens[size_t(b.logit_rows[k])]);
+      float* row = logits.data() + k * size_t(vocab_);
+      for (int v = 0; v < vocab_; ++v) {
+        x = x * 1664525u + 1013904223u;
+        row[v] = float(x >> 8) * 1e-7f;
+      }
+    }
+  }
+  bool supports_greedy() const override { return greedy_; }
+  void forward_greedy(const model::ForwardBatch& b, std::span<TokenId> tokens) override {
+    for (size_t k = 0; k < b.logit_rows.size(); ++k)
+      tokens[k] =
+          TokenId(uint32_t(b.tokens[size_t(b.logit_rows[k])]) * 2654435761u % uint32_t(vocab_));
+  }
+
+ private:
+  int vocab_;
+  bool greedy_;
+  model::KvLayout layout_;
+};
+}  // namespace
+
+std::unique_ptr<model::Runner> make_null_runner(int vocab, int block_size, int num_blocks,
+                                                bool greedy) {
+  if (vocab < 1 || block_size < 1 || num_blocks < 1)
+    fail(ErrorKind::kInvalidArgument, "null runner: vocab, block size and blocks must be >= 1");
+  return std::make_unique<NullRunner>(vocab, block_size, num_blocks, greedy);
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -10,6 +10,7 @@
 // alone first with an empty cache (the "cold" TTFT), then the clients run against the warm
 // cache. Times are wall-clock around EngineCore::step on the calling thread.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,11 @@ std::vector<EngineBenchRow> run_engine_bench(model::Runner& runner, const Engine
 
 // A fixed-width table, one row per level, then the per-step CPU breakdown.
 std::string format_engine_bench(const std::vector<EngineBenchRow>& rows);
+
+// A runner that does no model work (pseudo-random logits, or the argmax of them when
+// `greedy`): run_engine_bench over it measures what the engine itself costs per step.
+std::unique_ptr<model::Runner> make_null_runner(int vocab, int block_size, int num_blocks,
+                                                bool greedy);
 
 // Nearest-rank percentile (p in [0, 100]) of unsorted values; 0 for none.
 double percentile(std::vector<double> v, double p);

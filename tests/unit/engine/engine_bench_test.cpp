@@ -73,6 +73,24 @@ TEST(EngineBench, SharedPrefixScenarioHitsTheCache) {
   }
 }
 
+TEST(EngineBench, NullRunnerMeasuresTheEngineAlone) {
+  for (bool greedy : {false, true}) {
+    auto runner = make_null_runner(5003, 16, 512, greedy);
+    EXPECT_EQ(runner->supports_greedy(), greedy);
+    EngineBenchOptions o;
+    o.concurrency = {5};
+    o.prompt_len = 70;
+    o.output_len = 6;
+    o.requests_per_client = 1;
+    auto rows = run_engine_bench(*runner, o);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].output_tokens, 30u);
+    EXPECT_EQ(rows[0].steps, 6u);  // all five prompts in the first step, then 5 decodes
+    EXPECT_EQ(rows[0].mean_step.num_seqs, 5);
+  }
+  EXPECT_THROW(make_null_runner(0, 16, 8, false), Error);
+}
+
 TEST(EngineBench, RejectsBadOptions) {
   MockRunner runner(1000, 16, 8);  // 128 tokens of cache
   EngineBenchOptions o;
