@@ -114,7 +114,9 @@ SafetensorsHeader parse_safetensors_header(std::string_view prefix, uint64_t fil
   }
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "{}: header is not a JSON object", where);
 
-  for (auto& [name, t] : j.items()) {
+  for (auto& item : j.items()) {
+    const std::string& name = item.key();  // (a structured binding can't be captured)
+    const json& t = item.value();
     if (name == "__metadata__") {
       if (!t.is_object())
         fail(ErrorKind::kInvalidArgument, "{}: __metadata__ is not an object", where);
