@@ -58,6 +58,8 @@ struct HttpServer::Impl {
         if (stopping) co_return;
         continue;
       }
+      // Tokens go out the moment they exist: no Nagle delay on small chunks.
+      sock.set_option(tcp::no_delay(true), ec);
       auto ex = sock.get_executor();
       net::co_spawn(ex, session(std::move(sock)), net::detached);
     }
@@ -124,6 +126,7 @@ struct HttpServer::Impl {
     http::response<http::string_body> res{http::status(r.status), 11};
     res.set(http::field::server, "tandem/" TANDEM_VERSION);
     res.set(http::field::content_type, r.content_type);
+    if (r.status == 429) res.set(http::field::retry_after, "1");
     res.keep_alive(keep);
     if (head) {
       res.content_length(r.body.size());

@@ -70,6 +70,7 @@ void common_head(const json& body, GenRequest& r) {
   s.frequency_penalty = get_number(*o, "frequency_penalty", -2, 2);
   if (auto v = get_seed(*o, "seed"); v && int64_t(*v) != -1) s.seed = v;
   r.stop = get_stop(*o, "stop", 16);
+  r.ignore_eos = get_bool(*o, "ignore_eos").value_or(false);  // tandem extension (benchmarks)
   if (auto b = get_int(*o, "thinking_budget", 0, kMaxInt)) r.thinking_budget = int(*b);
 }
 

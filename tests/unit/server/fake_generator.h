@@ -30,7 +30,12 @@ class FakeGenerator : public Generator {
     ++cancels;
   }
   int max_model_len() const override { return max_len_; }
-  engine::EngineStats stats() const override { return {}; }
+  engine::EngineStats stats() const override {
+    engine::EngineStats st;
+    st.waiting = waiting;
+    st.running = int(live_.size());
+    return st;
+  }
 
   // One engine step: a token (or the finish) for every live request. False when idle.
   bool step() {
@@ -40,6 +45,14 @@ class FakeGenerator : public Generator {
       any = true;
       engine::Event e;
       const bool at_end = l.pos >= l.tokens.size() || l.pos >= size_t(l.req.max_tokens);
+      if (fail_after >= 0 && l.pos >= size_t(fail_after)) {
+        e.kind = engine::Event::Kind::kFinish;
+        e.reason = engine::FinishReason::kError;
+        e.error = "device lost";
+        l.h->push(e);
+        it = live_.erase(it);
+        continue;
+      }
       if (l.cancelled || at_end) {
         e.kind = engine::Event::Kind::kFinish;
         e.reason = l.cancelled ? engine::FinishReason::kCancelled
@@ -64,6 +77,9 @@ class FakeGenerator : public Generator {
 
   std::vector<engine::Request> submitted;
   int cancels = 0;
+  int fail_after = -1;
+  int waiting = 0;  // reported by stats(): drives the server's admission check  // >= 0: requests
+                    // end with kError after this many tokens
 
  private:
   struct Live {

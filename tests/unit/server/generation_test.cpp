@@ -44,6 +44,8 @@ struct Harness {
       if (done) break;
     }
     EXPECT_TRUE(gen->finished());
+    // As the transport does: an engine failure after the start is an error event.
+    if (r.stream && !gen->error().empty()) out += fmt->stream_error(gen->error());
     out += fmt->finish(gen->totals());
     if (out_gen) *out_gen = gen.get();
     return out;
@@ -308,4 +310,47 @@ TEST(Router, UnknownModelAndBadJsonAnsweredInEachApisShape) {
   EXPECT_EQ(r.status, 404);
   r = router.handle({"DELETE", "/api/tags", ""}, [] {});
   EXPECT_EQ(r.status, 405);
+}
+
+TEST(Generation, EngineFailureBecomesAnErrorInEachShape) {
+  // Streamed: the text so far, then an error event the SDKs raise, then [DONE].
+  Harness h(says("one two three four five"));
+  h.fake.fail_after = 2;
+  std::string sse = h.run(chat("x", true));
+  EXPECT_NE(sse.find("data: {\"error\":{\"message\":\"device lost\""), std::string::npos) << sse;
+  EXPECT_EQ(h.gen->error(), "device lost");
+  // Not streamed: the router answers 500 in the API's shape.
+  Harness h2(says("one two three"));
+  h2.fake.fail_after = 1;
+  Router router(h2.ctx);
+  auto r = router.handle(
+      {"POST", "/api/chat",
+       R"({"model":"tiny","stream":false,"messages":[{"role":"user","content":"x"}]})"},
+      [] {});
+  ASSERT_TRUE(r.gen);
+  std::vector<ChoiceDelta> ds;
+  for (int i = 0; i < 100 && !r.gen->finished(); ++i) {
+    h2.fake.step();
+    r.gen->poll(ds);
+  }
+  Router::finish_body(r);
+  EXPECT_EQ(r.status, 500);
+  EXPECT_EQ(json::parse(r.body)["error"], "device lost");
+}
+
+TEST(Router, FullQueueIs429AndNothingIsSubmitted) {
+  Harness h(says("x"));
+  h.ctx.opt.max_waiting = 4;
+  h.fake.waiting = 4;
+  Router router(h.ctx);
+  auto r = router.handle({"POST", "/v1/chat/completions",
+                          R"({"model":"tiny","messages":[{"role":"user","content":"hi"}]})"},
+                         [] {});
+  EXPECT_EQ(r.status, 429);
+  EXPECT_EQ(json::parse(r.body)["error"]["type"], "rate_limit_exceeded");
+  EXPECT_TRUE(h.fake.submitted.empty());
+  h.fake.waiting = 3;
+  r = router.handle({"POST", "/api/generate", R"({"model":"tiny","prompt":"hi"})"}, [] {});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(h.fake.submitted.size(), 1u);
 }
