@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include <utf8proc.h>
 
@@ -90,40 +91,105 @@ std::string to_valid_utf8(std::string_view in) {
   return out;
 }
 
+namespace {
+
+// Code points after which, and before which, NFC cannot change the text: NFC_QC=Yes and
+// canonical combining class 0. Built once from utf8proc's data: a code point is unstable
+// when its class is non-zero, when it has a canonical decomposition that NFC does not
+// recompose to itself (NFC_QC=No), or when it appears after the first position of some
+// canonical decomposition (a possible second half of a composition: NFC_QC=Maybe).
+class StableTable {
+ public:
+  StableTable() : unstable_(kLimit / 64, 0) {
+    utf8proc_int32_t buf[32];
+    auto scan = [&](uint32_t lo, uint32_t hi) {
+      for (uint32_t cp = lo; cp < hi; ++cp) {
+        if (cp >= 0xD800 && cp < 0xE000) continue;
+        const utf8proc_property_t* p = utf8proc_get_property(utf8proc_int32_t(cp));
+        if (p->combining_class != 0) set(cp);
+        int boundclass = 0;
+        utf8proc_ssize_t n =
+            utf8proc_decompose_char(utf8proc_int32_t(cp), buf, 32, UTF8PROC_DECOMPOSE, &boundclass);
+        if (n <= 0 || (n == 1 && uint32_t(buf[0]) == cp)) continue;
+        for (utf8proc_ssize_t i = 1; i < n && i < 32; ++i) set(uint32_t(buf[i]));
+        if (cp >= 0xAC00 && cp <= 0xD7A3) continue;  // Hangul syllables recompose
+        if (compose_one(cp) != cp) set(cp);
+      }
+    };
+    scan(0, 0x32400);        // every plane with assigned characters...
+    scan(0xE0000, 0xE1000);  // ...and the tags and variation selectors
+  }
+  bool stable(uint32_t cp) const { return cp >= kLimit || !(unstable_[cp >> 6] >> (cp & 63) & 1); }
+
+ private:
+  static constexpr uint32_t kLimit = 0x110000;
+  void set(uint32_t cp) {
+    if (cp < kLimit) unstable_[cp >> 6] |= uint64_t(1) << (cp & 63);
+  }
+  // NFC of the single code point cp, or 0 when it is not one code point.
+  static uint32_t compose_one(uint32_t cp) {
+    utf8proc_uint8_t in[4];
+    utf8proc_ssize_t len = utf8proc_encode_char(utf8proc_int32_t(cp), in);
+    utf8proc_uint8_t* out = nullptr;
+    utf8proc_ssize_t r =
+        utf8proc_map(in, len, &out, utf8proc_option_t(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+    uint32_t result = 0;
+    if (r > 0) {
+      utf8proc_int32_t c = 0;
+      utf8proc_ssize_t used = utf8proc_iterate(out, r, &c);
+      if (used == r) result = uint32_t(c);
+    }
+    std::free(out);
+    return result;
+  }
+  std::vector<uint64_t> unstable_;
+};
+
+}  // namespace
+
+namespace {
+
+const StableTable& stable_table() {
+  static const StableTable t;
+  return t;
+}
+
+// Decodes the code point at s[i] of valid UTF-8; sets len.
+inline uint32_t decode_at(const unsigned char* s, size_t i, size_t& len) {
+  unsigned c = s[i];
+  if (c < 0x80) {
+    len = 1;
+    return c;
+  }
+  if (c < 0xE0) {
+    len = 2;
+    return ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
+  }
+  if (c < 0xF0) {
+    len = 3;
+    return ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
+  }
+  len = 4;
+  return ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) |
+         (s[i + 3] & 0x3F);
+}
+
+}  // namespace
+
 bool quick_nfc(std::string_view sv) {
   auto* s = reinterpret_cast<const unsigned char*>(sv.data());
-  size_t i = 0, n = sv.size();
-  while (i < n) {
-    unsigned c = s[i];
-    if (c < 0x80) {
-      ++i;
+  const StableTable& t = stable_table();
+  for (size_t i = 0, len = 0; i < sv.size(); i += len) {
+    if (s[i] < 0x80) {
+      len = 1;
       continue;
     }
-    uint32_t cp;
-    size_t len;
-    if (c < 0xE0) {
-      cp = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F);
-      len = 2;
-    } else if (c < 0xF0) {
-      cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
-      len = 3;
-    } else {
-      return false;  // supplementary planes: let utf8proc decide
-    }
-    // Code points below U+0300, CJK unified ideographs, Hangul syllables, and kana other
-    // than the combining voiced marks are NFC_QC=Yes with combining class 0: a string made
-    // only of them is already NFC.
-    const bool stable = cp < 0x300 || (cp >= 0x4E00 && cp <= 0x9FFF) ||
-                        (cp >= 0xAC00 && cp <= 0xD7A3) ||
-                        (cp >= 0x3040 && cp <= 0x30FF && cp != 0x3099 && cp != 0x309A);
-    if (!stable) return false;
-    i += len;
+    if (!t.stable(decode_at(s, i, len))) return false;
   }
   return true;
 }
 
-std::string nfc(std::string_view s) {
-  if (quick_nfc(s)) return std::string(s);
+std::string nfc_reference(std::string_view s) {
   utf8proc_uint8_t* out = nullptr;
   utf8proc_ssize_t r = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
                                     static_cast<utf8proc_ssize_t>(s.size()), &out,
@@ -132,6 +198,41 @@ std::string nfc(std::string_view s) {
   std::string result(reinterpret_cast<char*>(out), static_cast<size_t>(r));
   std::free(out);
   return result;
+}
+
+// NFC only where it can change something: a span that starts at the last stable character
+// before an unstable one (that starter may compose with what follows) and ends before the
+// next stable character (a stable character never combines with anything before it).
+std::string nfc(std::string_view sv) {
+  auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const StableTable& t = stable_table();
+  std::string out;
+  size_t copied = 0, prev = 0, span = std::string_view::npos;
+  bool any = false;
+  for (size_t i = 0, len = 0; i < sv.size(); prev = i, i += len) {
+    const bool st = s[i] < 0x80 ? (len = 1, true) : t.stable(decode_at(s, i, len));
+    if (!st) {
+      if (span == std::string_view::npos) span = i == 0 ? 0 : prev;
+      continue;
+    }
+    if (span != std::string_view::npos) {
+      if (!any) out.reserve(sv.size() + 16);
+      any = true;
+      out.append(sv.data() + copied, span - copied);
+      out += nfc_reference(sv.substr(span, i - span));
+      copied = i;
+      span = std::string_view::npos;
+    }
+  }
+  if (span != std::string_view::npos) {
+    any = true;
+    out.append(sv.data() + copied, span - copied);
+    out += nfc_reference(sv.substr(span));
+    copied = sv.size();
+  }
+  if (!any) return std::string(sv);
+  out.append(sv.data() + copied, sv.size() - copied);
+  return out;
 }
 
 }  // namespace tandem::tok

@@ -25,11 +25,15 @@ std::string to_valid_utf8(std::string_view s);
 // trailing sequence that could still be completed by more bytes is left unconsumed.
 size_t append_final_utf8(std::string_view in, std::string& out);
 
-// The NFC form of valid UTF-8 `s` (utf8proc). Returns `s` unchanged when a quick scan shows
-// it is already NFC (ASCII, Latin-1, CJK ideographs, kana, Hangul syllables).
+// The NFC form of valid UTF-8 `s`. Only the spans around characters that NFC may change
+// (combining marks, decomposable or composable characters) go through utf8proc.
 std::string nfc(std::string_view s);
 
-// True when every code point of valid UTF-8 `s` is NFC-stable by the quick scan above.
+// NFC of the whole string by utf8proc (the reference nfc() is tested against).
+std::string nfc_reference(std::string_view s);
+
+// True when every code point of valid UTF-8 `s` has NFC_QC=Yes and combining class 0, so
+// the text is NFC already (a table built once from utf8proc's data).
 bool quick_nfc(std::string_view s);
 
 }  // namespace tandem::tok

@@ -75,31 +75,59 @@ TEST(ByteLevel, AllBytesRoundTrip) {
   EXPECT_FALSE(byte_level_decode("\xe4\xbd\xa0").has_value());  // not in the alphabet
 }
 
-TEST(Nfc, QuickCheckAgreesWithUtf8proc) {
-  // For every code point the quick scan calls stable, full NFC must leave it unchanged.
-  for (uint32_t cp = 0x20; cp < 0x30000; cp += (cp < 0x3100 ? 1 : 7)) {
+namespace {
+std::string utf8_of(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s.push_back(char(cp));
+  } else if (cp < 0x800) {
+    s += char(0xC0 | (cp >> 6));
+    s += char(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += char(0xE0 | (cp >> 12));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  } else {
+    s += char(0xF0 | (cp >> 18));
+    s += char(0x80 | ((cp >> 12) & 0x3F));
+    s += char(0x80 | ((cp >> 6) & 0x3F));
+    s += char(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+}  // namespace
+
+TEST(Nfc, StableCharactersAreLeftAloneByFullNfc) {
+  // A character the table calls stable is NFC by itself and never combines with what comes
+  // before it (it may combine with what follows: nfc() starts its spans there).
+  size_t stable = 0;
+  for (uint32_t cp = 0x20; cp < 0x30000; ++cp) {
     if (cp >= 0xD800 && cp < 0xE000) continue;
-    std::string s;
-    if (cp < 0x80) {
-      s.push_back(char(cp));
-    } else if (cp < 0x800) {
-      s += char(0xC0 | (cp >> 6));
-      s += char(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      s += char(0xE0 | (cp >> 12));
-      s += char(0x80 | ((cp >> 6) & 0x3F));
-      s += char(0x80 | (cp & 0x3F));
-    } else {
-      s += char(0xF0 | (cp >> 18));
-      s += char(0x80 | ((cp >> 12) & 0x3F));
-      s += char(0x80 | ((cp >> 6) & 0x3F));
-      s += char(0x80 | (cp & 0x3F));
-    }
-    if (quick_nfc(s)) {
-      // The leading U+0301 fails the quick scan, so nfc() really runs utf8proc here.
-      std::string full = "a" + s + "b";
-      ASSERT_EQ(nfc(std::string("\xcc\x81") + full), std::string("\xcc\x81") + full) << cp;
+    std::string c = utf8_of(cp);
+    if (!quick_nfc(c)) continue;
+    ++stable;
+    for (const char* around : {"a", "\xcc\x81", "\xe1\x85\xa1"}) {  // a, U+0301, jamo V
+      ASSERT_EQ(nfc_reference(std::string(around) + c), nfc_reference(around) + c)
+          << std::hex << cp;
     }
   }
+  EXPECT_GT(stable, 100000u);
+  EXPECT_FALSE(quick_nfc("e\xcc\x81"));
   EXPECT_EQ(nfc("e\xcc\x81"), "\xc3\xa9");  // e + U+0301 -> U+00E9
+}
+
+TEST(Nfc, SpansAgreeWithWholeStringNfc) {
+  // Random text from letters, combining marks (several classes), Hangul jamo, kana voicing
+  // marks, singletons and exclusions: span-wise NFC must equal NFC of the whole string.
+  const uint32_t pool[] = {'a',    'e',    'o',    'A',     ' ',    0x0301, 0x0300, 0x0323, 0x0302,
+                           0x0308, 0x0334, 0x05B0, 0x093C,  0x0915, 0x0958, 0x1100, 0x1161, 0x11A8,
+                           0xAC00, 0x304B, 0x3099, 0x212B,  0xF900, 0x00E9, 0x1E0A, 0x0B47, 0x0B3E,
+                           0x4E00, 0x0410, 0x0306, 0x1F600, 0x0344, 0x0F73};
+  tandem::Rng rng(23);
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string s;
+    size_t n = 1 + rng.next() % 12;
+    for (size_t i = 0; i < n; ++i) s += utf8_of(pool[rng.next() % (sizeof pool / sizeof *pool)]);
+    ASSERT_EQ(nfc(s), nfc_reference(s)) << "iteration " << iter;
+  }
 }
