@@ -1,5 +1,7 @@
 #include "backend/cpu/ops.h"
 
+#include "backend/cpu/vec_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -76,8 +78,7 @@ void attention(const float* q, int64_t ldq, int64_t q_heads, const PagedKv& kv, 
     for (int32_t r = b.query_start[size_t(s)]; r < b.query_start[size_t(s) + 1]; ++r)
       seq_of[size_t(r)] = int32_t(s);
   pool.parallel_for(T * q_heads, 1, [&](int64_t begin, int64_t end, int) {
-    std::vector<float> p;
-    std::vector<double> acc(static_cast<size_t>(D));
+    std::vector<float> p, acc(static_cast<size_t>(D));
     for (int64_t job = begin; job < end; ++job) {
       const int64_t r = job / q_heads, h = job % q_heads, kvh = h / group;
       const int32_t* table = b.block_tables.data() + int64_t(seq_of[size_t(r)]) * b.max_blocks;
@@ -87,23 +88,19 @@ void attention(const float* q, int64_t ldq, int64_t q_heads, const PagedKv& kv, 
       float m = -INFINITY;
       for (int64_t j = 0; j < n; ++j) {
         const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
-        const float* kv_k = kv.k + slot * sf + kvh * D;
-        float dot = 0;
-        for (int64_t i = 0; i < D; ++i) dot += qv[i] * kv_k[i];
-        p[size_t(j)] = dot * scale;
+        p[size_t(j)] = dot(qv, kv.k + slot * sf + kvh * D, D) * scale;
         m = std::max(m, p[size_t(j)]);
       }
       double z = 0;
       for (auto& x : p) z += (x = std::exp(x - m));
-      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t slot = int64_t(table[j / bs]) * bs + j % bs;
-        const float* vv = kv.v + slot * sf + kvh * D;
-        const double pj = p[size_t(j)];
-        for (int64_t i = 0; i < D; ++i) acc[size_t(i)] += pj * vv[i];
+        axpy(p[size_t(j)], kv.v + slot * sf + kvh * D, acc.data(), D);
       }
       float* o = out + r * ldo + h * D;
-      for (int64_t i = 0; i < D; ++i) o[i] = float(acc[size_t(i)] / z);
+      const float inv_z = float(1.0 / z);
+      for (int64_t i = 0; i < D; ++i) o[i] = acc[size_t(i)] * inv_z;
     }
   });
 }

@@ -85,6 +85,23 @@ double sum_exp(std::span<const float> x, float m, float s) {
   return nan ? std::numeric_limits<double>::quiet_NaN() : total;
 }
 
+float dot(const float* a, const float* b, int64_t n) {
+  int64_t i = 0;
+  float s = 0;
+#if defined(__AVX512F__)
+  __m512 acc = _mm512_setzero_ps();
+  for (; i + 16 <= n; i += 16)
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc);
+  s = _mm512_reduce_add_ps(acc);
+#endif
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float s, const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += s * x[i];  // element-wise: the compiler vectorises
+}
+
 int64_t argmax(std::span<const float> x) {
   if (x.empty()) return -1;
   // Find the maximum vectorised, then the first index holding it.

@@ -12,6 +12,12 @@ float max_value(std::span<const float> x);
 // accumulated in fp32 lanes and folded in double. NaN in x gives NaN.
 double sum_exp(std::span<const float> x, float m, float s);
 
+// sum_i a[i] * b[i] in fp32 (16 lanes, then folded).
+float dot(const float* a, const float* b, int64_t n);
+
+// y[i] += s * x[i].
+void axpy(float s, const float* x, float* y, int64_t n);
+
 // Index of the first maximum.
 int64_t argmax(std::span<const float> x);
 
