@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "core/error.h"
@@ -25,11 +26,15 @@ inline uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-// The mock model: next token after `context`.
-inline TokenId mock_next(std::span<const TokenId> context, int vocab) {
+inline uint64_t context_hash(std::span<const TokenId> context) {
   uint64_t h = 0x1234;
   for (TokenId t : context) h = mix64(h ^ uint64_t(uint32_t(t)));
-  return TokenId(h % uint64_t(vocab));
+  return h;
+}
+
+// The mock model: next token after `context`.
+inline TokenId mock_next(std::span<const TokenId> context, int vocab) {
+  return TokenId(context_hash(context) % uint64_t(vocab));
 }
 
 // What a sequence generates alone, greedily, without stops.
@@ -64,6 +69,9 @@ class MockRunner : public model::Runner {
   std::vector<std::vector<std::string>> history;
   std::function<void()> before_forward;  // e.g. throw to test failure handling
   int forwards = 0;
+  // context_hash of the whole context (as read back from the cache) of every logit row so
+  // far: a sequence's prompt + output[:k] must be among them for each of its tokens.
+  std::unordered_set<uint64_t> contexts_read;
 
   bool greedy = false;  // offer forward_greedy
   int greedy_forwards = 0;
@@ -133,6 +141,7 @@ class MockRunner : public model::Runner {
     std::vector<TokenId> next;
     for (int r : b.logit_rows) {
       TANDEM_CHECK(r >= 0 && r < b.num_tokens());
+      contexts_read.insert(context_hash(ctx_of_row[size_t(r)]));
       next.push_back(mock_next(ctx_of_row[size_t(r)], vocab_));
     }
     return next;

@@ -4,6 +4,8 @@
 // checks the generated tokens against what each prompt gives alone.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "harness.h"
 
 namespace tandem::engine::testing {
@@ -199,6 +201,40 @@ TEST(Scheduler, SamplesForkAndShareThePromptBlocks) {
   h.run();
   expect_reference(*hr, r);
   EXPECT_EQ(h.core.block_manager().num_used(), 0);
+}
+
+// Random samples of one prompt diverge after the fork; each must have read back exactly
+// its own context (shared prompt blocks, its own tail block) at every step, under
+// preemption too (a small cache).
+TEST(Scheduler, ForkedSamplesEachReadTheirOwnContext) {
+  for (int blocks : {64, 8}) {
+    Harness h(kVocab, 16, blocks, test_options(8, 64));
+    Request r = greedy_request(make_prompt(5, 40, 17, kVocab), 20);
+    r.n = 4;
+    r.sampling.temperature = 3.0f;
+    r.sampling.seed = 99;
+    auto hr = h.submit(r);
+    h.run();
+    Outcome o = collect(*hr, 4);
+    ASSERT_EQ(o.finishes, 4);
+    std::set<std::vector<TokenId>> distinct;
+    for (int s = 0; s < 4; ++s) {
+      const auto& out = o.tokens[size_t(s)];
+      ASSERT_EQ(out.size(), 20u);
+      distinct.insert(out);
+      auto ctx = r.prompt;
+      for (size_t k = 0; k < out.size(); ++k) {
+        EXPECT_TRUE(h.runner.contexts_read.contains(context_hash(ctx)))
+            << "blocks " << blocks << " sample " << s << " token " << k;
+        ctx.push_back(out[k]);
+      }
+    }
+    EXPECT_EQ(distinct.size(), 4u);
+    EXPECT_EQ(h.core.block_manager().num_used(), 0);
+    if (blocks == 8) {
+      EXPECT_GT(h.core.stats().preemptions, 0u);
+    }
+  }
 }
 
 }  // namespace
