@@ -54,15 +54,25 @@ TEST(Engine, SubmitRejectsBadRequestsOnTheCallersThread) {
 TEST(Engine, CancelFromAnotherThreadAndNotifier) {
   std::atomic<int> notified{0};
   auto runner = std::make_unique<MockRunner>(kVocab, 16, 64);
-  // Slow steps, so the request is still running when the cancel arrives.
-  runner->before_forward = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+  // From its third step the engine waits until the cancel was sent, so the request cannot
+  // finish by length first however loaded this machine is.
+  auto cancel_sent = std::make_shared<std::atomic<bool>>(false);
+  auto steps = std::make_shared<std::atomic<int>>(0);
+  runner->before_forward = [cancel_sent, steps] {
+    if (steps->fetch_add(1) < 2) return;
+    for (int i = 0; i < 30000 && !cancel_sent->load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
   Engine engine(std::move(runner), test_options(8, 64));
   Request r = greedy_request(make_prompt(1, 30, 2, kVocab), 400);
   auto h = engine.submit(r);
   h->set_notifier([&] { ++notified; });
   Event e;
   ASSERT_TRUE(h->next(e, std::chrono::seconds(30)));  // the engine is producing
-  std::thread([&] { engine.cancel(h->id()); }).join();
+  std::thread([&] {
+    engine.cancel(h->id());
+    cancel_sent->store(true);
+  }).join();
   int tokens = 1;
   while (h->next(e, std::chrono::seconds(30)) && e.kind == Event::Kind::kToken) ++tokens;
   ASSERT_EQ(e.kind, Event::Kind::kFinish);
