@@ -10,6 +10,7 @@
 #include "core/rng.h"
 #include "golden_util.h"
 #include "tokenizer/byte_level.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/utf8.h"
 
@@ -256,4 +257,29 @@ TEST(StreamDecoder, NeverBreaksUtf8AndNeverHoldsCompleteCharacters) {
     out += sd.flush();
     ASSERT_EQ(out, tok->decode(ids));
   }
+}
+
+TEST(Pretokenizer, WhiteSpaceIsUnicodeWhiteSpace) {
+  // `\s` is rewritten to Unicode White_Space (Oniguruma's reading). U+180E is not
+  // White_Space: before '!' it joins the punctuation piece. PCRE2 10.42's own `\s` would
+  // take it as a space and cut "\u180e" and "!" apart. U+0085 and U+3000 are White_Space.
+  RegexSplitter sp(
+      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
+      "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+");
+  std::vector<std::pair<uint32_t, uint32_t>> p;
+  sp.split("\xe1\xa0\x8e!", p);
+  EXPECT_EQ(p.size(), 1u);
+  sp.split("\xc2\x85!", p);
+  EXPECT_EQ(p.size(), 2u);
+  sp.split("a\xe3\x80\x80\xe3\x80\x80b", p);  // "a", U+3000 (space before a letter), U+3000 b
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[1], std::make_pair(1u, 3u));
+  EXPECT_THROW(RegexSplitter("[\\S]"), tandem::Error);
+  EXPECT_EQ(
+      onig_to_pcre2("a\\d[^\\s]"),
+      "a\\d[^" +
+          std::string(
+              "\\x{9}-\\x{D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}"
+              "\\x{202F}\\x{205F}\\x{3000}") +
+          "]");
 }
