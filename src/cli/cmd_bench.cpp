@@ -33,7 +33,7 @@ struct Opts {
   std::vector<int> prefill = {512, 4096, 32768};
   std::vector<int> batches = {8, 32, 64, 128, 256};
   double gpu_mem = 0.90;
-  int gemv_max_tokens = 4;
+  int gemv_max_tokens = 1;
   bool no_graphs = false;
   int max_num_tokens = 8192;
   bool host_logits = false;

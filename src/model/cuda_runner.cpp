@@ -228,6 +228,7 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
     ws = std::max(ws, cuda::decode_attention_workspace(
                           s, Hq, D, cuda::decode_attention_splits(s, Hkv, num_sms_)));
   attn_ws_.alloc(ws * 4, "attention workspace");
+  TANDEM_CUDA_CHECK(cudaMemset(attn_ws_.as<void>(), 0, attn_ws_.size()));  // split counters
 
   // Metadata: tokens, positions, slots, context lengths, block tables, logit rows, tiles.
   const size_t maxT = size_t(opt.max_num_tokens);

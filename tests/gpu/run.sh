@@ -47,16 +47,21 @@ part bench_json 400 "$BIN/tandem" bench --model "$BENCH_MODEL" --json
 part bench_hostlogits 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1,batch \
   --host-logits
 part bench_cublas 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1,batch \
-  --batches 2,4,8 --gemv-max-tokens 0
-part bench_gemv8 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch \
-  --batches 2,4,8 --gemv-max-tokens 8
+  --batches 2,4 --gemv-max-tokens 0
+part bench_gemv4 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch \
+  --batches 2,4 --gemv-max-tokens 4
 part bench_nographs 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --no-graphs
+part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1
 # Per-kernel time and DRAM traffic of decode steps (eager, so each kernel is separate).
 if command -v ncu >/dev/null; then
-  part ncu 120 ncu --clock-control none -k 'regex:gemv|decode_split|decode_combine|rmsnorm|qk_norm|gather' \
-    --launch-skip 120 --launch-count 16 \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+  part ncu 120 ncu --clock-control none -k 'regex:gemv|decode_split|rmsnorm|qk_norm|gather' \
+    --launch-skip 120 --launch-count 14 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum \
     "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --decode-steps 2 --no-graphs
+  part ncu_b64 120 ncu --clock-control none --launch-skip 1400 --launch-count 10 \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum \
+    "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch --batches 64 --decode-steps 8 \
+    --no-graphs
 fi
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   part memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
@@ -71,9 +76,14 @@ grep -hE '^\[ +(OK|FAILED|PASSED) +\]|^\[  FAILED  \]' "$OUT/kernels.log" "$OUT/
 grep -h '^\[ model \]' "$OUT/model.log"
 grep -hE 'Failure|error|Expected|Which is|actual' "$OUT/kernels.log" "$OUT/model.log" | head -20
 grep -hE 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null
-grep -hE '^  [a-z_]+.*\(|gpu__time_duration|dram__bytes_read' "$OUT/ncu.log" 2>/dev/null \
-  | sed -E 's/ +/ /g' | cut -c1-110 | head -48
-for f in bench bench_hostlogits bench_cublas bench_gemv8 bench_nographs; do
+for f in ncu ncu_b64; do
+  echo "--- $f (kernel, us, bytes read)"
+  grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \
+    | sed -E 's/ +/ /g; s/^ (void )?//; s/\(.*//' | paste - - - | cut -c1-120 | head -16
+done
+for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl; do
   echo "--- $f"
   grep -vE '^\[' "$OUT/$f.log" | tail -n 14
 done
+# At most 8 files come back from the GPU machine: pack the logs into one.
+(cd "$OUT" && tar czf logs.tgz ./*.log gpu.txt && rm -f ./*.log)

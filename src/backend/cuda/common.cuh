@@ -45,6 +45,25 @@ __device__ __forceinline__ int4 pack8(const float f[8]) {
   return v;
 }
 
+// Programmatic dependent launch (sm_90+): a kernel launched with the PDL attribute may start
+// while the previous kernel in the stream still runs; it must call grid_dependency_wait()
+// before touching anything that kernel writes (or reads). launch_dependents() lets the next
+// PDL kernel start early (it still waits for this one's completion). No-ops before sm_90.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+// Whether kernels that support it are launched with PDL: GPUs of compute capability 9.0+,
+// unless the environment sets TANDEM_PDL=0 (for A/B measurements). Host code.
+bool pdl_enabled();
+
 // Sum over a block of blockDim.x threads (a multiple of 32, at most 1024); `scratch` holds
 // 32 floats. Every thread gets the total.
 __device__ __forceinline__ float block_sum(float v, float* scratch) {

@@ -8,13 +8,38 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kMaxGroup = 8;  // Qwen3 dense models have at most 64/8 query heads per KV head
+constexpr int kUnroll = 4;           // key chunks loaded before any is used (latency hiding)
+constexpr int kMinSplitTokens = 64;  // a split covers at least this many keys
+constexpr int kMaxGroup = 8;         // Qwen3 dense models have at most 64/8 query heads per KV head
+
+__device__ __forceinline__ int effective_splits(int ctx, int splits) {
+  return max(1, min(splits, (ctx + kMinSplitTokens - 1) / kMinSplitTokens));
+}
+
+// Grid (S, Hq), hd threads: merge the splits of one (sequence, head).
+__global__ void decode_combine_kernel(const float* part_o, const float* part_ml,
+                                      const int32_t* ctx_lens, bf16_t* out, int out_stride, int Hq,
+                                      int hd, int splits) {
+  const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
+  const int eff = effective_splits(ctx_lens[s], splits);
+  const size_t row0 = (size_t(s) * Hq + h) * splits;
+  float M = -1e30f;
+  for (int i = 0; i < eff; ++i) M = fmaxf(M, part_ml[(row0 + i) * 2]);
+  float L = 0.0f, O = 0.0f;
+  for (int i = 0; i < eff; ++i) {
+    const float f = exp2f(part_ml[(row0 + i) * 2] - M);
+    L += part_ml[(row0 + i) * 2 + 1] * f;
+    O += part_o[(row0 + i) * hd + d] * f;
+  }
+  out[size_t(s) * out_stride + size_t(h) * hd + d] = __float2bfloat16(L > 0.0f ? O / L : 0.0f);
+}
 
 // Grid (Hkv, S, splits), 4 warps. Lanes split a key into hd/8 chunks of 8 (LPT lanes per
 // token), so a warp scores TPW = 32/LPT tokens per step for all G query heads of the group.
 // Each warp keeps its own running max m (warp-uniform), partial sums l and partial output
 // acc per lane; warps and then splits are merged with the usual log-sum-exp rescaling.
 // Output of a split: part_o [S, Hq, splits, hd] (unnormalised), part_ml [S, Hq, splits, 2].
+// A sequence uses min(splits, ceil(ctx / 64)) splits (blocks past that exit at once).
 template <int HD>
 __global__ void __launch_bounds__(kWarps * 32)
     decode_split_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
@@ -22,11 +47,14 @@ __global__ void __launch_bounds__(kWarps * 32)
   constexpr int LPT = HD / 8;
   constexpr int TPW = 32 / LPT;
   const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
+  launch_dependents();  // the next (PDL) kernel may start streaming its weights
   const int G = Hq / Hkv;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int tslot = lane / LPT, c = lane % LPT;
   const int ctx = kv.ctx_lens[s];
-  const int per = (ctx + splits - 1) / splits;
+  const int eff = effective_splits(ctx, splits);
+  if (split >= eff) return;
+  const int per = (ctx + eff - 1) / eff;
   const int t0 = split * per, t1 = min(ctx, t0 + per);
 
   float qr[kMaxGroup][8];
@@ -50,38 +78,47 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 
   const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
-  for (int base = t0 + warp * TPW; base < t1; base += kWarps * TPW) {
-    const int tok = base + tslot;
-    const bool valid = tok < t1;
-    float kf[8], vf[8];
-    if (valid) {
-      const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
-      const size_t off = (size_t(slot) * Hkv + kvh) * HD / 8 + c;
-      unpack8(reinterpret_cast<const int4*>(kv.k)[off], kf);
-      unpack8(reinterpret_cast<const int4*>(kv.v)[off], vf);
-    } else {
+  for (int base = t0 + warp * TPW * kUnroll; base < t1; base += kWarps * TPW * kUnroll) {
+    int4 kr[kUnroll], vr[kUnroll];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) kf[i] = vf[i] = 0.0f;
+    for (int u = 0; u < kUnroll; ++u) {
+      const int tok = base + u * TPW + tslot;
+      kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+      if (tok < t1) {
+        const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
+        const size_t off = (size_t(slot) * Hkv + kvh) * HD / 8 + c;
+        kr[u] = reinterpret_cast<const int4*>(kv.k)[off];
+        vr[u] = reinterpret_cast<const int4*>(kv.v)[off];
+      }
     }
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= G) break;
-      float d = 0.0f;
+    for (int u = 0; u < kUnroll; ++u) {
+      if (base + u * TPW >= t1) break;  // warp-uniform
+      const bool valid = base + u * TPW + tslot < t1;
+      float kf[8], vf[8];
+      unpack8(kr[u], kf);
+      unpack8(vr[u], vf);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) d += qr[g][i] * kf[i];
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g >= G) break;
+        float d = 0.0f;
 #pragma unroll
-      for (int o = LPT / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
-      const float sc = valid ? d : -INFINITY;
-      float cmax = sc;
+        for (int i = 0; i < 8; ++i) d += qr[g][i] * kf[i];
 #pragma unroll
-      for (int o = LPT; o < 32; o <<= 1) cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, o));
-      const float mn = fmaxf(m[g], cmax);
-      const float alpha = exp2f(m[g] - mn);
-      const float p = valid ? exp2f(sc - mn) : 0.0f;
-      l[g] = l[g] * alpha + p;
+        for (int o = LPT / 2; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        const float sc = valid ? d : -INFINITY;
+        float cmax = sc;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * alpha + p * vf[i];
-      m[g] = mn;
+        for (int o = LPT; o < 32; o <<= 1)
+          cmax = fmaxf(cmax, __shfl_xor_sync(0xffffffffu, cmax, o));
+        const float mn = fmaxf(m[g], cmax);
+        const float alpha = exp2f(m[g] - mn);
+        const float p = valid ? exp2f(sc - mn) : 0.0f;
+        l[g] = l[g] * alpha + p;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) acc[g][i] = acc[g][i] * alpha + p * vf[i];
+        m[g] = mn;
+      }
     }
   }
 
@@ -128,22 +165,6 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-// Grid (S, Hq), hd threads: merge the splits of one (sequence, head).
-__global__ void decode_combine_kernel(const float* part_o, const float* part_ml, bf16_t* out,
-                                      int out_stride, int Hq, int hd, int splits) {
-  const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-  const size_t row0 = (size_t(s) * Hq + h) * splits;
-  float M = -1e30f;
-  for (int i = 0; i < splits; ++i) M = fmaxf(M, part_ml[(row0 + i) * 2]);
-  float L = 0.0f, O = 0.0f;
-  for (int i = 0; i < splits; ++i) {
-    const float f = exp2f(part_ml[(row0 + i) * 2] - M);
-    L += part_ml[(row0 + i) * 2 + 1] * f;
-    O += part_o[(row0 + i) * hd + d] * f;
-  }
-  out[size_t(s) * out_stride + size_t(h) * hd + d] = __float2bfloat16(L > 0.0f ? O / L : 0.0f);
-}
-
 template <int HD>
 void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int Hkv,
                   float scale_log2, int splits, float* part_o, float* part_ml,
@@ -156,7 +177,7 @@ void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int 
 }  // namespace
 
 size_t decode_attention_workspace(int S, int Hq, int hd, int splits) {
-  return size_t(S) * Hq * splits * (hd + 2);
+  return size_t(S) * Hq * splits * (hd + 2);  // part_o, part_ml
 }
 
 int decode_attention_splits(int S, int Hkv, int num_sms) {
@@ -174,28 +195,23 @@ void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, in
   float* part_o = workspace;
   float* part_ml = workspace + size_t(S) * Hq * splits * hd;
   const float scale_log2 = scale * 1.4426950408889634f;
+#define TANDEM_DECODE_CASE(D)                                                                  \
+  case D:                                                                                      \
+    launch_split<D>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream); \
+    break;
   switch (hd) {
-    case 16:
-      launch_split<16>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
-      break;
-    case 32:
-      launch_split<32>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
-      break;
-    case 64:
-      launch_split<64>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
-      break;
-    case 128:
-      launch_split<128>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
-      break;
-    case 256:
-      launch_split<256>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream);
-      break;
+    TANDEM_DECODE_CASE(16)
+    TANDEM_DECODE_CASE(32)
+    TANDEM_DECODE_CASE(64)
+    TANDEM_DECODE_CASE(128)
+    TANDEM_DECODE_CASE(256)
     default:
       cuda_fail("decode_attention", "unsupported head_dim", __FILE__, __LINE__);
   }
+#undef TANDEM_DECODE_CASE
   TANDEM_CUDA_CHECK_LAUNCH();
-  decode_combine_kernel<<<dim3(S, Hq), hd, 0, stream>>>(part_o, part_ml, out, out_stride, Hq, hd,
-                                                        splits);
+  decode_combine_kernel<<<dim3(S, Hq), hd, 0, stream>>>(part_o, part_ml, kv.ctx_lens, out,
+                                                        out_stride, Hq, hd, splits);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,3 +1,6 @@
+#include <cstdlib>
+#include <string>
+
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/gemv.cuh"
@@ -15,6 +18,7 @@ template <int T, bool SWIGLU>
 __global__ void __launch_bounds__(kThreads)
     gemv_kernel(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K) {
   constexpr int R = SWIGLU ? 2 : 1;  // weight rows per warp
+  launch_dependents();
   const int n = (blockIdx.x * kThreads + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (n >= N) return;
@@ -28,8 +32,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
-  for (int c0 = lane; c0 < K8; c0 += 32 * kUnroll) {
-    int4 wv[R][kUnroll];
+  int4 wv[R][kUnroll];
+  auto load_w = [&](int c0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
@@ -37,6 +41,13 @@ __global__ void __launch_bounds__(kThreads)
       for (int r = 0; r < R; ++r)
         wv[r][u] = c < K8 ? __ldcs(w[r] + c) : make_int4(0, 0, 0, 0);  // streamed: read once
     }
+  };
+  // The weights do not depend on the previous kernel: start streaming them, then wait for
+  // that kernel's output X (programmatic dependent launch; a no-op without it).
+  load_w(lane);
+  grid_dependency_wait();
+  for (int c0 = lane; c0 < K8; c0 += 32 * kUnroll) {
+    if (c0 != lane) load_w(c0);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
@@ -69,14 +80,35 @@ __global__ void __launch_bounds__(kThreads)
 template <int T>
 void launch(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
             bool swiglu, cudaStream_t stream) {
-  const int blocks = (N * 32 + kThreads - 1) / kThreads;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((N * 32 + kThreads - 1) / kThreads);
+  cfg.blockDim = dim3(kThreads);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
   if (swiglu)
-    gemv_kernel<T, true><<<blocks, kThreads, 0, stream>>>(X, ldx, W, Y, ldy, N, K);
+    TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_kernel<T, true>, X, ldx, W, Y, ldy, N, K));
   else
-    gemv_kernel<T, false><<<blocks, kThreads, 0, stream>>>(X, ldx, W, Y, ldy, N, K);
+    TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemv_kernel<T, false>, X, ldx, W, Y, ldy, N, K));
 }
 
 }  // namespace
+
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TANDEM_PDL");
+    if (e && std::string(e) == "0") return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+      return false;
+    return major >= 9;
+  }();
+  return on;
+}
 
 void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
           cudaStream_t stream, bool swiglu) {

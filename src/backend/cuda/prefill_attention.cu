@@ -25,11 +25,21 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-__device__ __forceinline__ uint32_t pack_bf16(bf16_t lo, bf16_t hi) {
-  __nv_bfloat162 v;
-  v.x = lo;
-  v.y = hi;
-  return *reinterpret_cast<uint32_t*>(&v);
+// ldmatrix: 8x8 bf16 tiles from shared memory straight into mma fragments. Lanes 8i..8i+7
+// give the 16-byte row addresses of tile i.
+__device__ __forceinline__ void ldsm_x2(uint32_t& r0, uint32_t& r1, const bf16_t* p) {
+  const unsigned a = unsigned(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(r0), "=r"(r1)
+               : "r"(a)
+               : "memory");
+}
+__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16_t* p) {
+  const unsigned a = unsigned(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
 }
 
 __device__ __forceinline__ uint32_t ld32(const bf16_t* p) {
@@ -107,8 +117,10 @@ __global__ void __launch_bounds__(128)
       s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < HD / 16; ++kk) {
-        const bf16_t* kr = &Ks[nt * 8 + qd][kk * 16 + qm * 2];
-        mma_bf16(s[nt], qa[kk], ld32(kr), ld32(kr + 8));
+        // B = K^T: tile 0 = keys nt*8.., dims kk*16 + 0..7; tile 1 = dims + 8.
+        uint32_t b0, b1;
+        ldsm_x2(b0, b1, &Ks[nt * 8 + (lane & 7)][kk * 16 + ((lane >> 3) & 1) * 8]);
+        mma_bf16(s[nt], qa[kk], b0, b1);
       }
     }
     float mx_lo = -INFINITY, mx_hi = -INFINITY;
@@ -159,13 +171,14 @@ __global__ void __launch_bounds__(128)
                               pack_bf16(s[2 * kk][2], s[2 * kk][3]),
                               pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                               pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
-      const int key = kk * 16 + qm * 2;
 #pragma unroll
-      for (int n = 0; n < HD / 8; ++n) {
-        const int d = n * 8 + qd;
-        const uint32_t b0 = pack_bf16(Vs[key][d], Vs[key + 1][d]);
-        const uint32_t b1 = pack_bf16(Vs[key + 8][d], Vs[key + 9][d]);
-        mma_bf16(o[n], pa, b0, b1);
+      for (int n = 0; n < HD / 8; n += 2) {
+        // B = V (keys x dims), transposed on load: tiles (keys +0/+8) x (dims n*8, n*8+8).
+        uint32_t b[4];
+        ldsm_x4_trans(b,
+                      &Vs[kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][n * 8 + (lane >> 4) * 8]);
+        mma_bf16(o[n], pa, b[0], b[1]);
+        mma_bf16(o[n + 1], pa, b[2], b[3]);
       }
     }
   }

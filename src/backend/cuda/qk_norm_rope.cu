@@ -12,6 +12,7 @@ __global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_
                                     const bf16_t* k_w, const float* inv_freq, float mscale, int T,
                                     int Hq, int Hkv, int hd, float eps, KvDest kv) {
   const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  launch_dependents();  // the next (PDL) kernel may start streaming its weights
   const int lane = threadIdx.x & 31;
   const int heads = Hq + (kv.k_cache ? 2 : 1) * Hkv;
   if (gw >= T * heads) return;

@@ -10,6 +10,7 @@ namespace {
 __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out,
                                    int dim, float eps) {
   __shared__ float scratch[32];
+  launch_dependents();  // the next (PDL) kernel may start streaming its weights
   const int dim8 = dim / 8;
   int4* xr = reinterpret_cast<int4*>(x) + size_t(blockIdx.x) * dim8;
   const int4* dr =

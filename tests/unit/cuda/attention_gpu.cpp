@@ -81,6 +81,7 @@ TEST(CudaKernels, DecodeAttentionMatchesCpu) {
     Dev<int32_t> dbt(pc.block_tables), dctx(pc.ctx);
     for (int splits : {1, 3, decode_attention_splits(S, sh.Hkv, 132)}) {
       Dev<float> ws(decode_attention_workspace(S, sh.Hq, sh.hd, splits));
+      TANDEM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size() * sizeof(float)));
       PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs};
       decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, sh.Hq, sh.Hkv, sh.hd,
                        1.0f / std::sqrt(float(sh.hd)), splits, ws.get(), nullptr);
