@@ -249,9 +249,19 @@ HttpServer::HttpServer(Router& router, HttpServerOptions opt)
     : impl_(std::make_unique<Impl>(router, std::move(opt))) {
   auto& a = impl_->acceptor;
   boost::system::error_code ec;
+  // An IP address, or a name such as "localhost" (its first address).
+  tcp::endpoint ep;
   auto addr = net::ip::make_address(impl_->opt.host, ec);
-  if (ec) fail(ErrorKind::kInvalidArgument, "--host '{}' is not an IP address", impl_->opt.host);
-  tcp::endpoint ep(addr, static_cast<unsigned short>(impl_->opt.port));
+  if (!ec) {
+    ep = tcp::endpoint(addr, static_cast<unsigned short>(impl_->opt.port));
+  } else {
+    tcp::resolver resolver(impl_->ioc);
+    auto found = resolver.resolve(impl_->opt.host, std::to_string(impl_->opt.port), ec);
+    if (ec || found.empty())
+      fail(ErrorKind::kInvalidArgument, "--host '{}' is neither an IP address nor a known name",
+           impl_->opt.host);
+    ep = found.begin()->endpoint();
+  }
   a.open(ep.protocol(), ec);
   if (!ec) a.set_option(net::socket_base::reuse_address(true), ec);
   if (!ec) a.bind(ep, ec);
