@@ -24,8 +24,7 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
   // fn(begin, end, participant) over disjoint ranges covering [0, n) whose bounds are
   // multiples of `grain` (except the end). Not reentrant: one call at a time.
-  void parallel_for(int64_t n, int64_t grain,
-                    const std::function<void(int64_t, int64_t, int)>& fn);
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t, int)>& fn);
 
  private:
   void worker(int index);
