@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "backend/cuda/argmax.cuh"
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/decode_attention.cuh"
 #include "backend/cuda/embedding.cuh"
@@ -103,6 +104,8 @@ class CudaRunner final : public Runner {
   KvLayout kv_layout() const override { return layout_; }
   std::string name() const override { return "cuda:" + model_; }
   void forward(const ForwardBatch& batch, std::span<float> logits) override;
+  bool supports_greedy() const override { return true; }
+  void forward_greedy(const ForwardBatch& batch, std::span<TokenId> tokens) override;
 
   CudaRunnerStats stats() const;
   cuda::Gemm& gemm() { return *gemm_; }
@@ -114,6 +117,8 @@ class CudaRunner final : public Runner {
   void body(const Meta& m, int T, int S, bool decode, int splits, int num_tiles);
   void final_logits(int rows);  // lm_head over rows [0, rows) of x_ + delta_ into lf_
   void copy_logits(std::span<float> out, size_t rows);
+  // Greedy steps: argmax of lf_'s first `rows` rows into greedy_dev_[first, first + rows).
+  void greedy_rows(int first, int rows);
 
   ModelConfig cfg_;
   CudaRunnerOptions opt_;
@@ -144,6 +149,10 @@ class CudaRunner final : public Runner {
   char* gmeta_host_ = nullptr;
   size_t gmeta_cap_ = 0;
   int graphs_captured_ = 0;
+
+  // Set during forward_greedy: argmax ids land in greedy_dev_, then in greedy_.
+  std::span<TokenId> greedy_;
+  DevMem greedy_dev_;
 };
 
 CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
@@ -239,6 +248,7 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   gmeta_cap_ = G * (4 + 4 + 8 + 4 + 4 * size_t(max_blocks_per_seq_)) + (1 << 12);
   gmeta_dev_.alloc(gmeta_cap_, "graph metadata");
   TANDEM_CUDA_CHECK(cudaMallocHost(&gmeta_host_, gmeta_cap_));
+  greedy_dev_.alloc(std::max(maxT, G) * sizeof(int32_t), "greedy ids");
 
   // The KV cache gets what the budget leaves.
   const uint64_t slot_bytes = uint64_t(cfg_.kv_size()) * 2 * 2 * cfg_.num_hidden_layers;
@@ -400,6 +410,11 @@ void CudaRunner::copy_logits(std::span<float> out, size_t rows) {
                                     stream_));
 }
 
+void CudaRunner::greedy_rows(int first, int rows) {
+  cuda::argmax_rows(lf_.as<float>(), rows, cfg_.vocab_size, greedy_dev_.as<int32_t>() + first,
+                    stream_);
+}
+
 void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   const int T = b.num_tokens(), S = b.num_seqs();
   bool decode = T == S;  // one row per sequence
@@ -441,6 +456,7 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
     cuda::add_rmsnorm(lx_.as<bf16_t>(), ld_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H,
                       float(cfg_.rms_norm_eps), stream_);
     final_logits(n);
+    if (!greedy_.empty()) greedy_rows(int(r0), n);
     if (!logits.empty()) copy_logits(logits.subspan(r0 * cfg_.vocab_size), size_t(n));
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));  // lf_ is reused by the next chunk
   }
@@ -512,6 +528,7 @@ bool CudaRunner::run_graph(const ForwardBatch& b, std::span<float> logits) {
     }
     TANDEM_CUDA_CHECK(cudaGraphLaunch(g.exec, stream_));
   }
+  if (!greedy_.empty()) greedy_rows(0, S);
   if (!logits.empty()) copy_logits(logits, size_t(S));
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return true;
@@ -558,6 +575,35 @@ void CudaRunner::forward(const ForwardBatch& b, std::span<float> logits) {
       for (size_t i = 0; i < outs.size(); ++i)
         std::copy_n(part.begin() + i * V, V, logits.begin() + outs[i] * V);
   }
+}
+
+// Greedy steps: the same forward, with the argmax taken on the GPU so only one id per row
+// comes back. A step larger than the activation buffers (rare: huge prefill chunks) takes
+// the logits path and scans on the host.
+void CudaRunner::forward_greedy(const ForwardBatch& b, std::span<TokenId> tokens) {
+  const size_t R = b.logit_rows.size(), V = size_t(cfg_.vocab_size);
+  if (tokens.size() != R)
+    fail(ErrorKind::kInvalidArgument, "forward_greedy: {} token slots for {} logit rows",
+         tokens.size(), R);
+  if (b.num_tokens() > opt_.max_num_tokens) {
+    std::vector<float> l(R * V);
+    forward(b, l);
+    for (size_t r = 0; r < R; ++r)
+      tokens[r] = TokenId(std::max_element(l.begin() + r * V, l.begin() + (r + 1) * V) -
+                          (l.begin() + r * V));
+    return;
+  }
+  validate(b, R * V);
+  greedy_ = tokens;
+  try {
+    run_piece(b, {});
+  } catch (...) {
+    greedy_ = {};
+    throw;
+  }
+  greedy_ = {};
+  TANDEM_CUDA_CHECK(cudaMemcpy(tokens.data(), greedy_dev_.as<int32_t>(), R * sizeof(int32_t),
+                               cudaMemcpyDeviceToHost));
 }
 
 }  // namespace

@@ -231,5 +231,64 @@ TEST(CudaRunner, ModelThatDoesNotFitIsAClearError) {
   EXPECT_THROW(make_cuda_runner("synthetic:qwen3-15b", o), Error);
 }
 
+// forward_greedy must return the argmax of what forward returns, on the prefill path and on
+// the decode-graph path (first eager use, then capture, then replay).
+TEST(CudaRunner, GreedyIsTheArgmaxOfTheLogits) {
+  CudaRunnerOptions o;
+  o.num_blocks = 64;
+  o.max_model_len = 256;
+  o.progress = false;
+  auto r = make_cuda_runner("synthetic:qwen3-0.6b", o);
+  const size_t V = size_t(r->vocab_size());
+  Rng rng(uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()));
+  auto argmax = [&](const std::vector<float>& l, size_t row) {
+    return TokenId(std::max_element(l.begin() + row * V, l.begin() + (row + 1) * V) -
+                   (l.begin() + row * V));
+  };
+  auto check = [&](const ForwardBatch& b) {
+    std::vector<float> logits(b.logit_rows.size() * V);
+    r->forward(b, logits);
+    std::vector<TokenId> got(b.logit_rows.size(), -1);
+    r->forward_greedy(b, got);
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], argmax(logits, i)) << i;
+  };
+  // Prefill: sequences of 37 and 20 tokens in blocks [0, 3) and [8, 10) (block size 16).
+  ForwardBatch p;
+  p.max_blocks = 4;
+  p.query_start = {0};
+  const int lens[3] = {37, 20, 5};
+  for (int s = 0; s < 3; ++s) {
+    for (int t = 0; t < lens[s]; ++t) {
+      p.tokens.push_back(TokenId(rng.next() % 151000));
+      p.positions.push_back(t);
+      p.slot_mapping.push_back(int64_t(s * 8 + t / 16) * 16 + t % 16);
+    }
+    p.query_start.push_back(int(p.tokens.size()));
+    p.context_lens.push_back(lens[s]);
+    for (int k = 0; k < 4; ++k) p.block_tables.push_back(s * 8 + k);
+    p.logit_rows.push_back(int(p.tokens.size()) - 1);
+  }
+  ASSERT_TRUE(r->supports_greedy());
+  check(p);
+  // Decode steps: one new token per sequence, three times (eager, capture, replay).
+  int ctx[3] = {37, 20, 5};
+  for (int step = 0; step < 3; ++step) {
+    ForwardBatch d;
+    d.max_blocks = 4;
+    d.query_start = {0};
+    for (int s = 0; s < 3; ++s) {
+      const int t = ctx[s]++;
+      d.tokens.push_back(TokenId(rng.next() % 151000));
+      d.positions.push_back(t);
+      d.slot_mapping.push_back(int64_t(s * 8 + t / 16) * 16 + t % 16);
+      d.query_start.push_back(s + 1);
+      d.context_lens.push_back(t + 1);
+      for (int k = 0; k < 4; ++k) d.block_tables.push_back(s * 8 + k);
+      d.logit_rows.push_back(s);
+    }
+    check(d);
+  }
+}
+
 }  // namespace
 }  // namespace tandem::model
