@@ -15,7 +15,9 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/version.h"
+#include "engine/engine_bench.h"
 #include "model/config.h"
+#include "model/cpu_runner.h"
 #include "model/cuda_runner.h"
 #include "model/synthetic.h"
 
@@ -38,7 +40,52 @@ struct Opts {
   int max_num_tokens = 8192;
   bool host_logits = false;
   double bw_ceiling = 4.24e12, flops_ceiling = 777e12;
+  // Engine mode (--concurrency): closed-loop clients through the scheduler and step loop.
+  std::vector<int> concurrency;
+  int prompt_len = 400, output_len = 256, requests_per_client = 2;
+  int shared_prefix = 0, question_len = 32;
+  int max_num_batched_tokens = 8192, max_num_seqs = 256;
+  std::string backend = "cuda";
 };
+
+// `tandem bench --concurrency ...`: the serving engine under C concurrent clients (no HTTP).
+int run_engine_mode(const Opts& o) {
+  tandem::engine::EngineBenchOptions eo;
+  eo.concurrency = o.concurrency;
+  eo.prompt_len = o.prompt_len;
+  eo.output_len = o.output_len;
+  eo.requests_per_client = o.requests_per_client;
+  eo.shared_prefix_len = o.shared_prefix;
+  eo.question_len = o.question_len;
+  eo.engine.max_num_batched_tokens = o.max_num_batched_tokens;
+  eo.engine.max_num_seqs = o.max_num_seqs;
+  const int longest = (o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len) +
+                      o.output_len + 64;
+  std::unique_ptr<Runner> runner;
+  if (o.backend == "cpu") {
+    tandem::model::CpuRunnerOptions ro;
+    ro.max_model_len = longest;
+    int maxc = *std::max_element(o.concurrency.begin(), o.concurrency.end());
+    ro.num_blocks = (longest + 15) / 16 * std::max(maxc, 4) + 16;
+    runner = tandem::model::make_cpu_runner(o.model, ro);
+  } else {
+    tandem::model::CudaRunnerOptions ro;
+    ro.gpu_memory_utilization = o.gpu_mem;
+    ro.max_model_len = longest;
+    ro.max_num_tokens = o.max_num_batched_tokens;
+    ro.cuda_graphs = !o.no_graphs;
+    ro.gemv_max_tokens = o.gemv_max_tokens;
+    runner = tandem::model::make_cuda_runner(o.model, ro);
+  }
+  fmt::print("tandem bench (engine): {} on {}, prompt {} + output {} tokens{}, {} KV blocks\n",
+             o.model, runner->name(),
+             o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
+             o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
+             runner->kv_layout().num_blocks);
+  auto rows = tandem::engine::run_engine_bench(*runner, eo);
+  fmt::print("{}", tandem::engine::format_engine_bench(rows));
+  return 0;
+}
 
 struct Row {
   std::string name;
@@ -279,7 +326,42 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                  sub.add_flag("--no-graphs", o->no_graphs, "Do not replay decode CUDA graphs");
                  sub.add_flag("--host-logits", o->host_logits,
                               "Copy fp32 logits to the host each step (as the engine does)");
+                 sub.add_option("--concurrency", o->concurrency,
+                                "Engine mode: closed-loop client counts, e.g. 1,8,32,64,256")
+                     ->delimiter(',')
+                     ->check(CLI::Range(1, 4096));
+                 sub.add_option("--prompt-len", o->prompt_len, "Engine mode: prompt tokens")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 1 << 20));
+                 sub.add_option("--output-len", o->output_len, "Engine mode: output tokens")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 1 << 20));
+                 sub.add_option("--requests-per-client", o->requests_per_client,
+                                "Engine mode: requests each client sends in turn")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 1000));
+                 sub.add_option("--shared-prefix", o->shared_prefix,
+                                "Engine mode: a shared system prompt of this many tokens, then "
+                                "short questions (0: random prompts)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0, 1 << 20));
+                 sub.add_option("--question-len", o->question_len,
+                                "Engine mode: question tokens after the shared prefix")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 1 << 20));
+                 sub.add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
+                                "Engine mode: token budget of one step")
+                     ->capture_default_str()
+                     ->check(CLI::Range(16, 1 << 17));
+                 sub.add_option("--max-num-seqs", o->max_num_seqs,
+                                "Engine mode: sequences in one step at most")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 4096));
+                 sub.add_option("--backend", o->backend, "Engine mode: cuda or cpu")
+                     ->capture_default_str()
+                     ->check(CLI::IsMember({"cuda", "cpu"}));
                  return [o] {
+                   if (!o->concurrency.empty()) return run_engine_mode(*o);
                    Bench b(*o);
                    b.run();
                    b.print();

@@ -18,10 +18,12 @@ export PYTHONUNBUFFERED=1
 summary=()
 
 DEADLINE=${DEADLINE:-560}  # seconds for the whole script: parts are cut to fit, or skipped
+ONLY=${ONLY:-}  # space-separated part names to run (default: all)
 
 part() {  # part NAME TIMEOUT_S CMD...: runs CMD, logs to $OUT/NAME.log, records rc and time
   local name=$1 limit=$2
   shift 2
+  if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
   local left=$((DEADLINE - SECONDS))
   if [ "$left" -lt 15 ]; then
     summary+=("$(printf '%-16s skipped (no time left)' "$name")")
@@ -52,6 +54,12 @@ part bench_gemv4 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch
   --batches 2,4 --gemv-max-tokens 4
 part bench_nographs 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --no-graphs
 part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1
+# The serving engine over the CUDA runner: closed-loop clients (400-token prompts, 256 output
+# tokens, EOS ignored), then the shared 4k-token system prompt scenario (cold vs cached TTFT).
+part engine 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8,32,64,256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 2
+part engine_prefix 150 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8 \
+  --shared-prefix 4000 --question-len 32 --output-len 64 --requests-per-client 4
 # Per-kernel time and DRAM traffic of decode steps (eager, so each kernel is separate).
 if command -v ncu >/dev/null; then
   part ncu 120 ncu --clock-control none -k 'regex:gemv|decode_split|rmsnorm|qk_norm|gather' \
@@ -81,9 +89,9 @@ for f in ncu ncu_b64; do
   grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \
     | sed -E 's/ +/ /g; s/^ (void )?//; s/\(.*//' | paste - - - | cut -c1-120 | head -16
 done
-for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl; do
+for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl engine engine_prefix; do
   echo "--- $f"
-  grep -vE '^\[' "$OUT/$f.log" | tail -n 14
+  [ -f "$OUT/$f.log" ] && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
 done
 # At most 8 files come back from the GPU machine: pack the logs into one.
 (cd "$OUT" && tar czf logs.tgz ./*.log gpu.txt && rm -f ./*.log)

@@ -26,6 +26,8 @@ expect testmodel-again 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m2" --seed 9
 a=$(cd "$tmp/m1" && sha256sum * ); b=$(cd "$tmp/m2" && sha256sum *)
 if [ "$a" = "$b" ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL: same seed, different bytes"; fi
 expect non-empty-folder nonzero "not empty" -- "$T" testmodel --out "$tmp/m1"
+expect bench-engine-cpu 0 "out tok/s" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1,3 --prompt-len 9 --output-len 5 --requests-per-client 1
+expect bench-engine-bad-model nonzero "error" -- "$T" bench --backend cpu --model "$tmp/nope" --concurrency 1
 touch "$tmp/afile"
 expect parent-is-a-file nonzero "error" -- "$T" testmodel --out "$tmp/afile/m"
 if [ "$(id -u)" -ne 0 ]; then
