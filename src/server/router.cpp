@@ -95,7 +95,8 @@ HttpResponse Router::generate(const HttpRequest& req, Api api, std::function<voi
     // Parse again to get the parser's message (position and cause).
     std::string why;
     try {
-      (void)json::parse(req.body);
+      json again = json::parse(req.body);  // throws: the message is what we want
+      (void)again;
     } catch (const json::exception& e) {
       why = e.what();
     }

@@ -116,7 +116,10 @@ std::string py_float_repr(double d) {
   std::string out = neg ? "-" : "";
   if (exp < -4 || exp >= 16) {
     out += digits[0];
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) {  // appended piecewise: GCC 12 warns (-Wrestrict) on "." + s
+      out += '.';
+      out.append(digits, 1);
+    }
     char eb[16];
     std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
