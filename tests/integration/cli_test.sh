@@ -4,18 +4,7 @@ set -u
 T=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0; passes=0
-expect() {  # expect <name> <want-rc: 0|nonzero> <grep-pattern|-> -- cmd...
-  local name=$1 want=$2 pat=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  local ok=1
-  if [ "$want" = 0 ] && [ $rc -ne 0 ]; then ok=0; fi
-  if [ "$want" = nonzero ] && [ $rc -eq 0 ]; then ok=0; fi
-  if [ "$pat" != - ] && ! grep -qiE "$pat" <<<"$out"; then ok=0; fi
-  if [ $ok = 1 ]; then passes=$((passes+1)); else
-    fails=$((fails+1)); echo "FAIL: $name (rc=$rc)"; echo "$out" | head -5; fi
-}
+source "$(dirname "$0")/expect.sh"
 expect version 0 "tandem [0-9]+\.[0-9]+" -- "$T" --version
 expect help 0 "testmodel" -- "$T" --help
 expect unknown-subcommand nonzero "unknown command .frobnicate" -- "$T" frobnicate
@@ -24,7 +13,7 @@ expect bad-preset nonzero "preset" -- "$T" testmodel --out "$tmp/x" --preset hug
 expect testmodel 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m1" --seed 9
 expect testmodel-again 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m2" --seed 9
 a=$(cd "$tmp/m1" && sha256sum * ); b=$(cd "$tmp/m2" && sha256sum *)
-if [ "$a" = "$b" ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL: same seed, different bytes"; fi
+check same-seed-same-bytes "$([ "$a" = "$b" ]; echo $?)"
 expect non-empty-folder nonzero "not empty" -- "$T" testmodel --out "$tmp/m1"
 expect bench-engine-cpu 0 "out tok/s" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1,3 --prompt-len 9 --output-len 5 --requests-per-client 1
 expect bench-engine-bad-model nonzero "error" -- "$T" bench --backend cpu --model "$tmp/nope" --concurrency 1
@@ -36,5 +25,4 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 ls -a "$tmp" | grep -q partial && { fails=$((fails+1)); echo "FAIL: a partial folder was left behind"; }
 expect serve-needs-model nonzero "model" -- "$T" serve
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish

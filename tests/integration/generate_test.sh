@@ -5,21 +5,7 @@ set -u
 T=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0; passes=0
-check() {  # check <name> <condition-result 0|1>
-  if [ "$2" = 0 ]; then passes=$((passes+1)); else fails=$((fails+1)); echo "FAIL: $1"; fi
-}
-expect() {  # expect <name> <want-rc: 0|nonzero> <grep-pattern|-> -- cmd...
-  local name=$1 want=$2 pat=$3; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  local ok=1
-  if [ "$want" = 0 ] && [ $rc -ne 0 ]; then ok=0; fi
-  if [ "$want" = nonzero ] && [ $rc -eq 0 ]; then ok=0; fi
-  if [ "$pat" != - ] && ! grep -qiE "$pat" <<<"$out"; then ok=0; fi
-  if [ $ok = 1 ]; then passes=$((passes+1)); else
-    fails=$((fails+1)); echo "FAIL: $name (rc=$rc)"; echo "$out" | head -5; fi
-}
+source "$(dirname "$0")/expect.sh"
 "$T" testmodel --out "$tmp/m" --preset tiny >/dev/null || { echo "FAIL: testmodel"; exit 1; }
 M=$tmp/m
 ids() { node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).generated_ids.join(",")))'; }
@@ -53,5 +39,4 @@ expect bad-top-p nonzero "top_p" -- "$T" generate --model "$M" --prompt hi --top
 expect id-out-of-vocab nonzero "vocabulary" -- "$T" generate --model "$M" --prompt-ids 999999
 expect too-long nonzero "context" -- "$T" generate --model "$M" --prompt hi --max-tokens 100000
 expect bad-block-size nonzero "block size" -- "$T" generate --model "$M" --prompt hi --block-size 7
-echo "$passes passed, $fails failed"
-[ $fails -eq 0 ]
+finish
