@@ -115,6 +115,17 @@ HttpResult http_request(const std::string& url, const std::string& method, const
       out.body.append(bytes);
     }
   };
+  // Body bytes as they arrive: de-chunked when needed. False once a chunked body ended.
+  auto body_bytes = [&](std::string_view data) {
+    if (!chunked) {
+      deliver(data);
+      return true;
+    }
+    std::string decoded;
+    bool more = dechunk.push(data, decoded);
+    deliver(decoded);
+    return more;
+  };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   char buf[16384];
   while (!done) {
@@ -140,25 +151,10 @@ HttpResult http_request(const std::string& url, const std::string& method, const
       in_body = true;
       std::string rest = head.substr(end + 4);
       head.clear();
-      data = rest;
-      if (chunked) {
-        std::string decoded;
-        bool more = dechunk.push(data, decoded);
-        deliver(decoded);
-        if (!more) break;
-      } else {
-        deliver(data);
-      }
+      if (!body_bytes(rest)) break;
       continue;
     }
-    if (chunked) {
-      std::string decoded;
-      bool more = dechunk.push(data, decoded);
-      deliver(decoded);
-      if (!more) break;
-    } else {
-      deliver(data);
-    }
+    if (!body_bytes(data)) break;
   }
   if (!in_body && !(abort && abort->load())) fail(ErrorKind::kIo, "no HTTP response from {}", url);
   return out;
