@@ -3,6 +3,7 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
 
 namespace tandem::cuda {
@@ -10,41 +11,6 @@ namespace {
 
 constexpr int kBr = kPrefillTileRows;  // query rows per block: 4 warps x 16
 constexpr int kBc = 64;                // keys per smem tile
-
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32_t b0,
-                                         uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
-  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<uint32_t*>(&v);
-}
-
-// ldmatrix: 8x8 bf16 tiles from shared memory straight into mma fragments. Lanes 8i..8i+7
-// give the 16-byte row addresses of tile i.
-__device__ __forceinline__ void ldsm_x2(uint32_t& r0, uint32_t& r1, const bf16_t* p) {
-  const unsigned a = unsigned(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-               : "=r"(r0), "=r"(r1)
-               : "r"(a)
-               : "memory");
-}
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], const bf16_t* p) {
-  const unsigned a = unsigned(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a)
-               : "memory");
-}
-
-__device__ __forceinline__ uint32_t ld32(const bf16_t* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
-}
 
 // Grid (tiles, Hq), 4 warps; warp w owns query rows [16w, 16w+16) of the tile. Fragment
 // layouts are those of mma.m16n8k16: lane = 4 * qd + qm holds rows qd and qd + 8, columns
