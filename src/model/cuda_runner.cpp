@@ -114,7 +114,10 @@ class CudaRunner final : public Runner {
   void validate(const ForwardBatch& b, size_t logits_size) const;
   void run_piece(const ForwardBatch& b, std::span<float> logits);
   bool run_graph(const ForwardBatch& b, std::span<float> logits);
-  void body(const Meta& m, int T, int S, bool decode, int splits, int num_tiles);
+  // Sequences [0, D) have one row each and take the decode attention kernel (`splits`
+  // splits); the rest are prefill chunks covered by `num_tiles` tiles (make_prefill_tiles
+  // over sequences D..S-1, numbered from D).
+  void body(const Meta& m, int T, int S, int D, int splits, int num_tiles);
   void final_logits(int rows);  // lm_head over rows [0, rows) of x_ + delta_ into lf_
   void copy_logits(std::span<float> out, size_t rows);
   // Greedy steps: argmax of lf_'s first `rows` rows into greedy_dev_[first, first + rows).
@@ -364,11 +367,11 @@ void CudaRunner::validate(const ForwardBatch& b, size_t logits_size) const {
                     b.logit_rows.size(), cfg_.vocab_size));
 }
 
-void CudaRunner::body(const Meta& m, int T, int S, bool decode, int splits, int num_tiles) {
-  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
+void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_tiles) {
+  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, HD = cfg_.head_dim;
   const int Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
   const int Q = cfg_.q_size(), qkv_dim = Q + 2 * cfg_.kv_size();
-  const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(D));
+  const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(HD));
   bf16_t *x = x_.as<bf16_t>(), *h = h_.as<bf16_t>(), *delta = delta_.as<bf16_t>();
   bf16_t *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
   bf16_t *gu = gu_.as<bf16_t>(), *act = act_.as<bf16_t>();
@@ -381,15 +384,16 @@ void CudaRunner::body(const Meta& m, int T, int S, bool decode, int splits, int 
     bf16_t* kc = k_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
     bf16_t* vc = v_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
     // q/k norm + RoPE, writing the new K/V into the cache in the same pass.
-    cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, D, eps, stream_,
+    cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
                        cuda::KvDest{m.slots, kc, vc});
-    const cuda::PagedKv kv{kc, vc, m.bt, m.mb, m.ctx, layout_.block_size};
-    if (decode)
-      cuda::decode_attention(qkv, qkv_dim, kv, attn, Q, S, Hq, Hkv, D, scale, splits,
-                             attn_ws_.as<float>(), stream_);
-    else
-      cuda::prefill_attention(qkv, qkv_dim, m.pos, m.tiles, num_tiles, kv, attn, Q, Hq, Hkv, D,
-                              scale, stream_);
+    if (D > 0)
+      cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size}, attn,
+                             Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
+    if (D < S)
+      cuda::prefill_attention(
+          qkv, qkv_dim, m.pos, m.tiles, num_tiles,
+          {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size}, attn, Q, Hq, Hkv,
+          HD, scale, stream_);
     gemm_->linear(attn, L.o, delta, T, H, Q, stream_);
     cuda::add_rmsnorm(x, delta, L.post_norm, h, T, H, eps, stream_);
     gemm_->linear_swiglu(h, L.gate_up, act, gu, T, I, H, stream_);
@@ -417,11 +421,15 @@ void CudaRunner::greedy_rows(int first, int rows) {
 
 void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   const int T = b.num_tokens(), S = b.num_seqs();
-  bool decode = T == S;  // one row per sequence
-  if (decode && run_graph(b, logits)) return;
+  if (T == S && run_graph(b, logits)) return;  // one row per sequence: a decode step
 
+  // Leading one-row sequences (the scheduler puts decodes first) take the decode kernel, so
+  // a step mixing decodes with a prefill chunk reads each KV head once per decode.
+  int D = 0;
+  while (D < S && b.query_start[D + 1] - b.query_start[D] == 1) ++D;
   std::vector<int32_t> tiles;
-  if (!decode) tiles = cuda::make_prefill_tiles(b.query_start.data(), b.positions.data(), S);
+  if (D < S)
+    tiles = cuda::make_prefill_tiles(b.query_start.data() + D, b.positions.data(), S - D);
   const size_t need = size_t(T) * 16 +
                       (S + b.block_tables.size() + b.logit_rows.size() + tiles.size()) * 4 + 8 * 16;
   if (need > meta_cap_) {  // long block tables: grow (the previous step has finished)
@@ -443,9 +451,8 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   m.tiles = pk.put(tiles.data(), tiles.size());
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(meta_dev_.as<char>(), meta_host_, pk.used(),
                                     cudaMemcpyHostToDevice, stream_));
-  const int splits =
-      decode ? cuda::decode_attention_splits(S, cfg_.num_key_value_heads, num_sms_) : 0;
-  body(m, T, S, decode, splits, int(tiles.size() / 4));
+  const int splits = D ? cuda::decode_attention_splits(D, cfg_.num_key_value_heads, num_sms_) : 0;
+  body(m, T, S, D, splits, int(tiles.size() / 4));
 
   const int H = cfg_.hidden_size;
   const size_t R = b.logit_rows.size();
@@ -500,7 +507,7 @@ bool CudaRunner::run_graph(const ForwardBatch& b, std::span<float> logits) {
                                     cudaMemcpyHostToDevice, stream_));
   const int splits = cuda::decode_attention_splits(B, cfg_.num_key_value_heads, num_sms_);
   auto step = [&] {
-    body(m, B, B, true, splits, 0);
+    body(m, B, B, B, splits, 0);
     cuda::add_rmsnorm(x_.as<bf16_t>(), delta_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), B,
                       cfg_.hidden_size, float(cfg_.rms_norm_eps), stream_);
     final_logits(B);

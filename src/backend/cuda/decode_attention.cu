@@ -1,27 +1,25 @@
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/decode_attention.cuh"
+#include "backend/cuda/decode_attention_mma.cuh"
 
 namespace tandem::cuda {
 namespace {
 
 constexpr int kWarps = 4;
 constexpr int kUnroll = 4;           // key chunks loaded before any is used (latency hiding)
-constexpr int kMinSplitTokens = 64;  // a split covers at least this many keys
 constexpr int kMaxGroup = 8;         // Qwen3 dense models have at most 64/8 query heads per KV head
-
-__device__ __forceinline__ int effective_splits(int ctx, int splits) {
-  return max(1, min(splits, (ctx + kMinSplitTokens - 1) / kMinSplitTokens));
-}
 
 // Grid (S, Hq), hd threads: merge the splits of one (sequence, head).
 __global__ void decode_combine_kernel(const float* part_o, const float* part_ml,
                                       const int32_t* ctx_lens, bf16_t* out, int out_stride, int Hq,
                                       int hd, int splits) {
   const int s = blockIdx.x, h = blockIdx.y, d = threadIdx.x;
-  const int eff = effective_splits(ctx_lens[s], splits);
+  const int eff = decode_effective_splits(ctx_lens[s], splits);
   const size_t row0 = (size_t(s) * Hq + h) * splits;
   float M = -1e30f;
   for (int i = 0; i < eff; ++i) M = fmaxf(M, part_ml[(row0 + i) * 2]);
@@ -52,7 +50,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int tslot = lane / LPT, c = lane % LPT;
   const int ctx = kv.ctx_lens[s];
-  const int eff = effective_splits(ctx, splits);
+  const int eff = decode_effective_splits(ctx, splits);
   if (split >= eff) return;
   const int per = (ctx + eff - 1) / eff;
   const int t0 = split * per, t1 = min(ctx, t0 + per);
@@ -174,10 +172,20 @@ void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int 
                                                             splits, part_o, part_ml);
 }
 
+DecodeKernel g_kernel = [] {
+  const char* e = std::getenv("TANDEM_DECODE_ATTN");
+  return e && std::string_view(e) == "portable" ? DecodeKernel::kPortable : DecodeKernel::kAuto;
+}();
+
+bool decode_force_portable() { return g_kernel == DecodeKernel::kPortable; }
+
 }  // namespace
 
+void set_decode_attention_kernel(DecodeKernel k) { g_kernel = k; }
+
 size_t decode_attention_workspace(int S, int Hq, int hd, int splits) {
-  return size_t(S) * Hq * splits * (hd + 2);  // part_o, part_ml
+  // part_o, part_ml, then one split counter per (sequence, head) (ints, zero between calls).
+  return size_t(S) * Hq * splits * (hd + 2) + size_t(S) * Hq;
 }
 
 int decode_attention_splits(int S, int Hkv, int num_sms) {
@@ -195,6 +203,12 @@ void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, in
   float* part_o = workspace;
   float* part_ml = workspace + size_t(S) * Hq * splits * hd;
   const float scale_log2 = scale * 1.4426950408889634f;
+  if (decode_attention_mma_supports(hd, Hq / Hkv) && !decode_force_portable()) {
+    int* counters = reinterpret_cast<int*>(part_ml + size_t(S) * Hq * splits * 2);
+    decode_attention_mma(q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2, splits,
+                         part_o, part_ml, counters, stream);
+    return;
+  }
 #define TANDEM_DECODE_CASE(D)                                                                  \
   case D:                                                                                      \
     launch_split<D>(q, q_stride, kv, S, Hq, Hkv, scale_log2, splits, part_o, part_ml, stream); \

@@ -30,7 +30,14 @@ size_t decode_attention_workspace(int S, int Hq, int hd, int splits);
 // A split count that fills the GPU for S sequences (graph-safe: independent of the lengths).
 int decode_attention_splits(int S, int Hkv, int num_sms);
 
-// hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats.
+// Which kernel runs: tensor cores (mma.sync, head_dim 64/128) where the shape allows, or the
+// CUDA-core kernel for every shape (tests and A/B runs force it; the environment variable
+// TANDEM_DECODE_ATTN=portable sets it at start-up).
+enum class DecodeKernel { kAuto, kPortable };
+void set_decode_attention_kernel(DecodeKernel k);
+
+// hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats,
+// zero-filled once after allocation (it holds split counters that every call leaves at zero).
 void decode_attention(const __nv_bfloat16* q, int q_stride, PagedKv kv, __nv_bfloat16* out,
                       int out_stride, int S, int Hq, int Hkv, int hd, float scale, int splits,
                       float* workspace, cudaStream_t stream);

@@ -32,8 +32,10 @@ __global__ void __launch_bounds__(kThreads)
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int t = 0; t < T; ++t) acc[r][t] = 0.0f;
-  int4 wv[R][kUnroll];
-  auto load_w = [&](int c0) {
+  // Two register buffers of kUnroll 16-byte loads each: the loads of the next chunk group
+  // are in flight while this one is multiplied (2 x kUnroll x 16 B per lane and row).
+  int4 wa[R][kUnroll], wb[R][kUnroll];
+  auto load_w = [&](int4 (&wv)[R][kUnroll], int c0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
@@ -42,12 +44,7 @@ __global__ void __launch_bounds__(kThreads)
         wv[r][u] = c < K8 ? __ldcs(w[r] + c) : make_int4(0, 0, 0, 0);  // streamed: read once
     }
   };
-  // The weights do not depend on the previous kernel: start streaming them, then wait for
-  // that kernel's output X (programmatic dependent launch; a no-op without it).
-  load_w(lane);
-  grid_dependency_wait();
-  for (int c0 = lane; c0 < K8; c0 += 32 * kUnroll) {
-    if (c0 != lane) load_w(c0);
+  auto use_w = [&](const int4 (&wv)[R][kUnroll], int c0) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int c = c0 + 32 * u;
@@ -65,6 +62,19 @@ __global__ void __launch_bounds__(kThreads)
           for (int i = 0; i < 8; ++i) acc[r][t] += wf[r][i] * xf[i];
       }
     }
+  };
+  // The weights do not depend on the previous kernel: start streaming them, then wait for
+  // that kernel's output X (programmatic dependent launch; a no-op without it).
+  constexpr int kStep = 32 * kUnroll;
+  load_w(wa, lane);
+  load_w(wb, lane + kStep);
+  grid_dependency_wait();
+  for (int c0 = lane; c0 < K8; c0 += 2 * kStep) {
+    use_w(wa, c0);
+    if (c0 + 2 * kStep < K8) load_w(wa, c0 + 2 * kStep);
+    if (c0 + kStep >= K8) break;
+    use_w(wb, c0 + kStep);
+    if (c0 + 3 * kStep < K8) load_w(wb, c0 + 3 * kStep);
   }
 #pragma unroll
   for (int t = 0; t < T; ++t) {

@@ -68,11 +68,19 @@ struct DecodeShape {
   int Hq, Hkv, hd, bs;
 };
 
-TEST(CudaKernels, DecodeAttentionMatchesCpu) {
+// Both kernels: tensor cores (head_dim 64/128) and the CUDA-core one every shape can use.
+class DecodeAttention : public ::testing::TestWithParam<DecodeKernel> {
+ protected:
+  void SetUp() override { set_decode_attention_kernel(GetParam()); }
+  void TearDown() override { set_decode_attention_kernel(DecodeKernel::kAuto); }
+};
+
+TEST_P(DecodeAttention, MatchesCpu) {
   Rng rng(test_seed() + 11);
   for (DecodeShape sh : {DecodeShape{10, 2, 128, 16}, DecodeShape{4, 2, 16, 16},
-                         DecodeShape{8, 1, 64, 32}, DecodeShape{16, 2, 128, 16}}) {
-    std::vector<int32_t> ctx = {1, 17, 300, 1029, 64, 5};
+                         DecodeShape{8, 1, 64, 32}, DecodeShape{16, 2, 128, 16},
+                         DecodeShape{40, 8, 128, 32}, DecodeShape{7, 7, 64, 16}}) {
+    std::vector<int32_t> ctx = {1, 17, 300, 1029, 64, 5, 2500, 65, 63};
     ctx.push_back(0);  // a padding row of a decode graph: zero output
     PagedCase pc(rng, ctx, sh.Hq, sh.Hkv, sh.hd, sh.bs);
     const int S = pc.S, qstride = (sh.Hq + 2 * sh.Hkv) * sh.hd + 8, ostride = sh.Hq * sh.hd + 24;
@@ -83,9 +91,18 @@ TEST(CudaKernels, DecodeAttentionMatchesCpu) {
       Dev<float> ws(decode_attention_workspace(S, sh.Hq, sh.hd, splits));
       TANDEM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size() * sizeof(float)));
       PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs};
+      // Twice: split counters must be back at zero after a call (graph replays rely on it).
+      decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, sh.Hq, sh.Hkv, sh.hd,
+                       1.0f / std::sqrt(float(sh.hd)), splits, ws.get(), nullptr);
+      const auto first = dout.floats();
+      TANDEM_CUDA_CHECK(cudaMemset(dout.get(), 0xff, size_t(S) * ostride * sizeof(bf16_t)));
       decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, sh.Hq, sh.Hkv, sh.hd,
                        1.0f / std::sqrt(float(sh.hd)), splits, ws.get(), nullptr);
       auto out = dout.floats();
+      for (int s = 0; s < S; ++s)
+        for (int i = 0; i < sh.Hq * sh.hd; ++i)
+          ASSERT_EQ(out[size_t(s) * ostride + i], first[size_t(s) * ostride + i])
+              << "second call differs: seq " << s << " splits " << splits;
       std::vector<float> got;
       std::vector<double> ref;
       for (int s = 0; s < S; ++s)
@@ -105,6 +122,12 @@ TEST(CudaKernels, DecodeAttentionMatchesCpu) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
+                         ::testing::Values(DecodeKernel::kAuto, DecodeKernel::kPortable),
+                         [](const auto& info) {
+                           return info.param == DecodeKernel::kAuto ? "TensorCores" : "Portable";
+                         });
 
 struct PrefillShape {
   int Hq, Hkv, hd, bs;
@@ -131,18 +154,21 @@ TEST(CudaKernels, PrefillAttentionMatchesCpu) {
     Dev<bf16_t> dq(q), dk(pc.k), dv(pc.v), dout(size_t(T) * ostride);
     Dev<int32_t> dbt(pc.block_tables), dctx(pc.ctx), dpos(pos), dtiles(tiles);
     PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs};
-    prefill_attention(dq.get(), qstride, dpos.get(), dtiles.get(), int(tiles.size() / 4), kv,
-                      dout.get(), ostride, sh.Hq, sh.Hkv, sh.hd, 1.0f / std::sqrt(float(sh.hd)),
-                      nullptr);
-    auto out = dout.floats();
-    std::vector<double> ref(out.size());
+    std::vector<double> ref(size_t(T) * ostride);
     for (int s = 0; s < pc.S; ++s)
       for (int t = qstart[s]; t < qstart[s + 1]; ++t)
         for (int h = 0; h < sh.Hq; ++h)
           pc.ref(q.data() + size_t(t) * qstride + h * sh.hd, s, h, pos[t],
                  ref.data() + size_t(t) * ostride + h * sh.hd);
-    EXPECT_LT(rel_error(out, ref), 1e-2) << "hd " << sh.hd;
-    EXPECT_LT(max_abs_error(out, ref), 0.05) << "hd " << sh.hd;
+    for (int warps : {0, 4, 8}) {  // automatic, then both block shapes
+      TANDEM_CUDA_CHECK(cudaMemset(dout.get(), 0xff, dout.size() * sizeof(bf16_t)));
+      prefill_attention(dq.get(), qstride, dpos.get(), dtiles.get(), int(tiles.size() / 4), kv,
+                        dout.get(), ostride, sh.Hq, sh.Hkv, sh.hd, 1.0f / std::sqrt(float(sh.hd)),
+                        nullptr, warps);
+      auto out = dout.floats();
+      EXPECT_LT(rel_error(out, ref), 1e-2) << "hd " << sh.hd << " warps " << warps;
+      EXPECT_LT(max_abs_error(out, ref), 0.05) << "hd " << sh.hd << " warps " << warps;
+    }
   }
 }
 

@@ -1,0 +1,262 @@
+// Decode attention on tensor cores: the G query heads that share a KV head are the rows of
+// one m16n8k16 tile (rows G..15 are zero), so S = Q K^T and O += P V run as mma.sync over
+// 64-key tiles that a 3-stage cp.async pipeline streams from the paged cache. The kernel is
+// bound by the K/V bytes it reads (each KV head once per sequence and split), not by math.
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/decode_attention_mma.cuh"
+#include "backend/cuda/mma.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kTile = 16 * kWarps;  // keys per pipeline stage: 16 per warp
+constexpr int kStages = 3;
+
+template <int HD>
+constexpr int smem_bytes() {
+  return kStages * 2 * kTile * (HD + 8) * 2;  // K and V stages, rows padded by 16 bytes
+}
+
+// Grid (Hkv, S, splits), 128 threads. Split `z` of sequence s covers keys [t0, t1); each
+// 64-key tile is loaded by the whole block and warp w scores keys [16w, 16w+16) of it for
+// all G heads, keeping its own running max / sum / output. Warps merge through shared
+// memory; with one split the block writes the output, otherwise its unnormalised partial,
+// and the last split of (s, kv head) to finish merges all of them (no second kernel).
+template <int HD>
+__global__ void __launch_bounds__(kWarps * 32, 2)
+    decode_mma_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
+                      float scale_log2, int splits, float* part_o, float* part_ml,
+                      int* counters, bf16_t* out, int out_stride) {
+  constexpr int LD = HD + 8;
+  constexpr int CH = HD / 8;  // 16-byte chunks per key row
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  bf16_t* Ks = reinterpret_cast<bf16_t*>(smem_raw);  // [kStages][kTile][LD]
+  bf16_t* Vs = Ks + kStages * kTile * LD;
+  __shared__ float sm_m[kWarps][8], sm_l[kWarps][8];
+  __shared__ int sm_last;
+
+  launch_dependents();  // the next (PDL) kernel may start streaming its weights
+  const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
+  const int G = Hq / Hkv;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int qd = lane >> 2, qm = lane & 3;
+  const int ctx = kv.ctx_lens[s];
+  const int eff = decode_effective_splits(ctx, splits);
+  if (split >= eff) return;
+  const int per = (ctx + eff - 1) / eff;
+  const int t0 = split * per, t1 = min(ctx, t0 + per);
+  const int ntiles = t1 > t0 ? (t1 - t0 + kTile - 1) / kTile : 0;
+  const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
+
+  auto load_tile = [&](int j, int stage) {
+    bf16_t* ks = Ks + stage * kTile * LD;
+    bf16_t* vs = Vs + stage * kTile * LD;
+    for (int i = threadIdx.x; i < kTile * CH; i += kWarps * 32) {
+      const int key = i / CH, c = i % CH;
+      const int tok = t0 + j * kTile + key;
+      const bool ok = tok < t1;
+      size_t off = 0;
+      if (ok) {
+        const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
+        off = (size_t(slot) * Hkv + kvh) * HD + c * 8;
+      }
+      cp_async16(ks + key * LD + c * 8, kv.k + off, ok);
+      cp_async16(vs + key * LD + c * 8, kv.v + off, ok);
+    }
+  };
+
+  // Start the first tiles before anything else: they do not depend on q.
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) {
+    if (st < ntiles) load_tile(st, st);
+    cp_async_commit();
+  }
+
+  // A fragments of Q: row qd = head kvh*G + qd (zero past G), rows qd+8 are zero.
+  uint32_t qa[HD / 16][2];
+  {
+    const bool valid = qd < G;
+    const bf16_t* qr = q + size_t(s) * q_stride + size_t(kvh * G + (valid ? qd : 0)) * HD;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      qa[kk][0] = valid ? ld32(qr + kk * 16 + qm * 2) : 0u;
+      qa[kk][1] = valid ? ld32(qr + kk * 16 + qm * 2 + 8) : 0u;
+    }
+  }
+
+  float o[HD / 8][4];
+#pragma unroll
+  for (int n = 0; n < HD / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m = -1e30f, l = 0.0f;  // row qd: running max (log2 domain) and this lane's sum
+
+  for (int j = 0; j < ntiles; ++j) {
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile j has landed for all; every warp is done with tile j - 1
+    if (j + kStages - 1 < ntiles) load_tile(j + kStages - 1, (j + kStages - 1) % kStages);
+    cp_async_commit();
+
+    const int kb = warp * 16;                 // this warp's keys within the tile
+    const int key0 = t0 + j * kTile + kb;     // absolute index of its first key
+    if (key0 >= t1) continue;                 // warp-uniform: nothing left for this warp
+    const bf16_t* ks = Ks + (j % kStages) * kTile * LD;
+    const bf16_t* vs = Vs + (j % kStages) * kTile * LD;
+
+    float sc[2][4];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      // B = K^T for keys kb..kb+15: lanes 0-7 / 8-15 give keys +0..7 at dims lo / hi,
+      // lanes 16-31 the same for keys +8..15.
+      uint32_t b[4];
+      ldsm_x4(b, ks + (kb + (lane >> 4) * 8 + (lane & 7)) * LD + kk * 16 + ((lane >> 3) & 1) * 8);
+      const uint32_t a[4] = {qa[kk][0], 0u, qa[kk][1], 0u};
+      mma_bf16(sc[0], a, b[0], b[1]);
+      mma_bf16(sc[1], a, b[2], b[3]);
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const bool ok = key0 + nt * 8 + qm * 2 + e < t1;
+        sc[nt][e] = ok ? sc[nt][e] * scale_log2 : -INFINITY;
+        mx = fmaxf(mx, sc[nt][e]);
+      }
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float mn = fmaxf(m, mx);
+    const float alpha = exp2f(m - mn);
+    m = mn;
+    float rs = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        sc[nt][e] = exp2f(sc[nt][e] - mn);
+        rs += sc[nt][e];
+      }
+    l = l * alpha + rs;
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n) {
+      o[n][0] *= alpha;
+      o[n][1] *= alpha;
+    }
+    const uint32_t pa[4] = {pack_bf16(sc[0][0], sc[0][1]), 0u, pack_bf16(sc[1][0], sc[1][1]), 0u};
+#pragma unroll
+    for (int n = 0; n < HD / 8; n += 2) {
+      // B = V (keys x dims), transposed on load: tiles (keys +0/+8) x (dims n*8, n*8+8).
+      uint32_t b[4];
+      ldsm_x4_trans(b, vs + (kb + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 8 + (lane >> 4) * 8);
+      mma_bf16(o[n], pa, b[0], b[1]);
+      mma_bf16(o[n + 1], pa, b[2], b[3]);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the stages are free: reuse them for the merge
+
+  // Merge the warps: row qd's sum over its 4 lanes, then per (head, dim) over the warps.
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  float* sm_o = reinterpret_cast<float*>(smem_raw);  // [kWarps][8][HD]
+  if (qd < G) {
+#pragma unroll
+    for (int n = 0; n < HD / 8; ++n) {
+      sm_o[(warp * 8 + qd) * HD + n * 8 + qm * 2] = o[n][0];
+      sm_o[(warp * 8 + qd) * HD + n * 8 + qm * 2 + 1] = o[n][1];
+    }
+    if (qm == 0) {
+      sm_m[warp][qd] = m;
+      sm_l[warp][qd] = l;
+    }
+  }
+  __syncthreads();
+  const size_t row0 = (size_t(s) * Hq + size_t(kvh) * G) * splits;  // part row of head g: + g*splits
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
+    const int g = e / HD, d = e % HD;
+    float M = -1e30f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm_m[w][g]);
+    float L = 0.0f, O = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float f = exp2f(sm_m[w][g] - M);
+      L += sm_l[w][g] * f;
+      O += sm_o[(w * 8 + g) * HD + d] * f;
+    }
+    if (eff == 1) {
+      out[size_t(s) * out_stride + size_t(kvh * G + g) * HD + d] =
+          __float2bfloat16(L > 0.0f ? O / L : 0.0f);
+    } else {
+      const size_t row = row0 + size_t(g) * splits + split;
+      part_o[row * HD + d] = O;
+      if (d == 0) {
+        part_ml[row * 2] = M;
+        part_ml[row * 2 + 1] = L;
+      }
+    }
+  }
+  if (eff == 1) return;
+
+  // Last split of (s, kvh) to arrive merges every split's partial.
+  __threadfence();
+  __syncthreads();
+  int* counter = counters + size_t(s) * Hkv + kvh;
+  if (threadIdx.x == 0) sm_last = atomicAdd(counter, 1) == eff - 1;
+  __syncthreads();
+  if (!sm_last) return;
+  __threadfence();
+  for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
+    const int g = e / HD, d = e % HD;
+    const size_t r0 = row0 + size_t(g) * splits;
+    float M = -1e30f;
+    for (int i = 0; i < eff; ++i) M = fmaxf(M, __ldcg(part_ml + (r0 + i) * 2));
+    float L = 0.0f, O = 0.0f;
+    for (int i = 0; i < eff; ++i) {
+      const float f = exp2f(__ldcg(part_ml + (r0 + i) * 2) - M);
+      L += __ldcg(part_ml + (r0 + i) * 2 + 1) * f;
+      O += __ldcg(part_o + (r0 + i) * HD + d) * f;
+    }
+    out[size_t(s) * out_stride + size_t(kvh * G + g) * HD + d] =
+        __float2bfloat16(L > 0.0f ? O / L : 0.0f);
+  }
+  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch (graph replays too)
+}
+
+template <int HD>
+void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride, int S, int Hq,
+            int Hkv, float scale_log2, int splits, float* part_o, float* part_ml, int* counters,
+            cudaStream_t stream) {
+  constexpr int bytes = smem_bytes<HD>();
+  static bool configured = false;  // per template instance; set once per process
+  if (!configured) {
+    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(decode_mma_kernel<HD>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+    configured = true;
+  }
+  decode_mma_kernel<HD><<<dim3(Hkv, S, splits), kWarps * 32, bytes, stream>>>(
+      q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml, counters, out, out_stride);
+}
+
+}  // namespace
+
+bool decode_attention_mma_supports(int hd, int group) {
+  return (hd == 64 || hd == 128) && group >= 1 && group <= 8;
+}
+
+void decode_attention_mma(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride,
+                          int S, int Hq, int Hkv, int hd, float scale_log2, int splits,
+                          float* part_o, float* part_ml, int* counters, cudaStream_t stream) {
+  if (hd == 64)
+    launch<64>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o, part_ml,
+               counters, stream);
+  else if (hd == 128)
+    launch<128>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o, part_ml,
+                counters, stream);
+  else
+    cuda_fail("decode_attention_mma", "head_dim must be 64 or 128", __FILE__, __LINE__);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tandem::cuda
