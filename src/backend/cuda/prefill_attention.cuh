@@ -6,8 +6,12 @@
 //
 //   qkv: row t at qkv + t * q_stride; q heads [Hq, hd] at the start of the row
 //   positions [T]: query row t attends to keys 0..positions[t] of its sequence
-//   tiles: work items of up to 64 consecutive rows of one sequence (make_prefill_tiles)
+//   tiles: work items of up to kPrefillTileRows consecutive rows of one sequence
+//          (make_prefill_tiles)
 //   out: row t at out + t * out_stride, [Hq, hd] bf16
+//
+// GQA: one block serves one KV head for the whole group of Hq / Hkv query heads that share it,
+// so each K/V tile it stages in shared memory feeds 64 or 128 (query row, head) pairs.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -18,16 +22,18 @@
 
 namespace tandem::cuda {
 
-constexpr int kPrefillTileRows = 64;
+constexpr int kPrefillTileRows = 128;
 
 // Work items {seq, first row, rows, 0} covering rows [query_start[s], query_start[s+1]) of
-// every sequence in tiles of <= 64 rows; the tiles with the most keys come first.
+// every sequence in tiles of <= kPrefillTileRows rows; the tiles with the most keys come first.
 std::vector<int32_t> make_prefill_tiles(const int32_t* query_start, const int32_t* positions,
                                         int S);
 
 // hd in {16, 32, 64, 128}. tiles: device copy of make_prefill_tiles' output (4 ints a tile).
+// warps: 0 picks the block size from the amount of work; 4 or 8 force it (tests).
 void prefill_attention(const __nv_bfloat16* qkv, int q_stride, const int32_t* positions,
                        const int32_t* tiles, int num_tiles, PagedKv kv, __nv_bfloat16* out,
-                       int out_stride, int Hq, int Hkv, int hd, float scale, cudaStream_t stream);
+                       int out_stride, int Hq, int Hkv, int hd, float scale, cudaStream_t stream,
+                       int warps = 0);
 
 }  // namespace tandem::cuda
