@@ -11,7 +11,7 @@
 //   out: row t at out + t * out_stride, [Hq, hd] bf16
 //
 // GQA: one block serves one KV head for the whole group of Hq / Hkv query heads that share it,
-// so each K/V tile it stages in shared memory feeds 64 or 128 (query row, head) pairs.
+// so each K/V tile it stages in shared memory feeds 64 to 256 (query row, head) pairs.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -29,11 +29,15 @@ constexpr int kPrefillTileRows = 128;
 std::vector<int32_t> make_prefill_tiles(const int32_t* query_start, const int32_t* positions,
                                         int S);
 
+// Block shapes: warps x query rows (x heads) per warp. kAuto picks from the amount of work
+// (or TANDEM_PREFILL_SHAPE=1..4 in the environment, for benchmarks); tests force each one.
+// The 32-row shapes need 16-byte aligned q rows (else they fall back to kW8R16).
+enum class PrefillShape : int { kAuto = 0, kW4R16 = 1, kW8R16 = 2, kW4R32 = 3, kW8R32 = 4 };
+
 // hd in {16, 32, 64, 128}. tiles: device copy of make_prefill_tiles' output (4 ints a tile).
-// warps: 0 picks the block size from the amount of work; 4 or 8 force it (tests).
 void prefill_attention(const __nv_bfloat16* qkv, int q_stride, const int32_t* positions,
                        const int32_t* tiles, int num_tiles, PagedKv kv, __nv_bfloat16* out,
                        int out_stride, int Hq, int Hkv, int hd, float scale, cudaStream_t stream,
-                       int warps = 0);
+                       PrefillShape shape = PrefillShape::kAuto);
 
 }  // namespace tandem::cuda

@@ -129,14 +129,14 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
                            return info.param == DecodeKernel::kAuto ? "TensorCores" : "Portable";
                          });
 
-struct PrefillShape {
+struct PrefillDims {
   int Hq, Hkv, hd, bs;
 };
 
 TEST(CudaKernels, PrefillAttentionMatchesCpu) {
   Rng rng(test_seed() + 12);
-  for (PrefillShape sh :
-       {PrefillShape{10, 2, 128, 16}, PrefillShape{4, 2, 16, 16}, PrefillShape{6, 3, 64, 32}}) {
+  for (PrefillDims sh :
+       {PrefillDims{10, 2, 128, 16}, PrefillDims{4, 2, 16, 16}, PrefillDims{6, 3, 64, 32}}) {
     // New rows per sequence and the cached prefix before them (chunked prefill / prefix
     // hits), including single-row decodes in the same batch.
     const std::vector<int> qlen = {1, 37, 130, 64, 1, 200};
@@ -160,14 +160,14 @@ TEST(CudaKernels, PrefillAttentionMatchesCpu) {
         for (int h = 0; h < sh.Hq; ++h)
           pc.ref(q.data() + size_t(t) * qstride + h * sh.hd, s, h, pos[t],
                  ref.data() + size_t(t) * ostride + h * sh.hd);
-    for (int warps : {0, 4, 8}) {  // automatic, then both block shapes
+    for (int shape = 0; shape <= int(PrefillShape::kW8R32); ++shape) {  // auto, then each
       TANDEM_CUDA_CHECK(cudaMemset(dout.get(), 0xff, dout.size() * sizeof(bf16_t)));
       prefill_attention(dq.get(), qstride, dpos.get(), dtiles.get(), int(tiles.size() / 4), kv,
                         dout.get(), ostride, sh.Hq, sh.Hkv, sh.hd, 1.0f / std::sqrt(float(sh.hd)),
-                        nullptr, warps);
+                        nullptr, PrefillShape(shape));
       auto out = dout.floats();
-      EXPECT_LT(rel_error(out, ref), 1e-2) << "hd " << sh.hd << " warps " << warps;
-      EXPECT_LT(max_abs_error(out, ref), 0.05) << "hd " << sh.hd << " warps " << warps;
+      EXPECT_LT(rel_error(out, ref), 1e-2) << "hd " << sh.hd << " shape " << shape;
+      EXPECT_LT(max_abs_error(out, ref), 0.05) << "hd " << sh.hd << " shape " << shape;
     }
   }
 }

@@ -1,6 +1,6 @@
 // Prefill attention (causal, paged KV cache) on the cases the runner sends: long prompts,
 // chunks continuing a cached prefix, GQA groups 1 to 8, block sizes 16 and 32, odd row counts,
-// mixed batches; both block shapes (4 and 8 warps) and the automatic choice, against a
+// mixed batches; every block shape and the automatic choice, against a
 // double-precision CPU loop. Plus a timing of long prompts (printed, checked on sampled rows).
 #include <algorithm>
 #include <cmath>
@@ -22,8 +22,9 @@ struct PrefillBatch {
 
   // fast: uniform bf16 values in [-2, 2) (quick to draw for the big timing cases) instead
   // of normal ones scaled by q_std.
+  // q_pad: elements after the fused qkv row (not a multiple of 8: rows not 16-byte aligned).
   PrefillBatch(Rng& rng, const std::vector<int>& prefix, const std::vector<int>& qlen, int Hq_,
-               int Hkv_, int hd_, int bs_, double q_std, bool fast = false)
+               int Hkv_, int hd_, int bs_, double q_std, bool fast = false, int q_pad = 8)
       : S(int(qlen.size())), Hq(Hq_), Hkv(Hkv_), hd(hd_), bs(bs_) {
     for (int s = 0; s < S; ++s) {
       ctx.push_back(prefix[size_t(s)] + qlen[size_t(s)]);
@@ -45,7 +46,7 @@ struct PrefillBatch {
     for (int s = 0; s < S; ++s)
       for (int b = 0; b < (ctx[size_t(s)] + bs - 1) / bs; ++b)
         block_tables[size_t(s) * max_blocks + b] = perm[size_t(next++)];
-    qstride = (Hq + 2 * Hkv) * hd + 8;  // the fused qkv row, padded
+    qstride = (Hq + 2 * Hkv) * hd + q_pad;  // the fused qkv row, padded
     ostride = Hq * hd + 24;
     const size_t kv_n = size_t(num_blocks) * bs * Hkv * hd, q_n = size_t(T) * qstride;
     if (fast) {
@@ -107,15 +108,15 @@ struct DeviceBatch {
         dctx(pb.ctx),
         dpos(pb.pos),
         dtiles(tiles) {}
-  void launch(int warps, cudaStream_t stream = nullptr) {
+  void launch(PrefillShape shape, cudaStream_t stream = nullptr) {
     PagedKv kv{dk.get(), dv.get(), dbt.get(), b.max_blocks, dctx.get(), b.bs};
     prefill_attention(dq.get(), b.qstride, dpos.get(), dtiles.get(), int(tiles.size() / 4), kv,
                       dout.get(), b.ostride, b.Hq, b.Hkv, b.hd, 1.0f / std::sqrt(float(b.hd)),
-                      stream, warps);
+                      stream, shape);
   }
-  std::vector<float> run(int warps) {
+  std::vector<float> run(PrefillShape shape) {
     TANDEM_CUDA_CHECK(cudaMemset(dout.get(), 0xff, dout.size() * sizeof(bf16_t)));  // NaN
-    launch(warps);
+    launch(shape);
     return dout.floats();
   }
 };
@@ -163,11 +164,20 @@ std::vector<int> all_rows(const PrefillBatch& b) {
   return r;
 }
 
+const PrefillShape kShapes[] = {PrefillShape::kW4R16, PrefillShape::kW8R16, PrefillShape::kW4R32,
+                                PrefillShape::kW8R32, PrefillShape::kAuto};
+std::string shape_name(PrefillShape s) {
+  const char* names[] = {"auto", "4 warps x 16 rows", "8 warps x 16 rows", "4 warps x 32 rows",
+                         "8 warps x 32 rows"};
+  return names[int(s)];
+}
+
 struct Case {
   const char* name;
   std::vector<int> prefix, qlen;
   int Hq, Hkv, hd, bs;
   double q_std;
+  int q_pad = 8;
 };
 
 TEST(CudaKernels, PrefillAttentionCases) {
@@ -184,16 +194,18 @@ TEST(CudaKernels, PrefillAttentionCases) {
       {"G2 hd128 bs32", {40, 0}, {130, 37}, 4, 2, 128, 32, 1.0},
       {"G1 hd32 bs16", {9, 0}, {70, 200}, 3, 3, 32, 16, 1.0},
       {"G2 hd16 bs32", {0, 333}, {129, 64}, 4, 2, 16, 32, 1.0},
+      // q rows only 4-byte aligned: the 32-row shapes fall back to registers-only loads.
+      {"unaligned q G5 hd128", {3, 0}, {131, 64}, 10, 2, 128, 16, 1.0, 2},
   };
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& cs = cases[c];
     Rng rng(seed + 100 + c);
-    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std);
+    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false,
+                   cs.q_pad);
     DeviceBatch d(b);
     const Reference ref(b, all_rows(b));
-    for (int warps : {4, 8, 0})
-      check(b, d.run(warps), ref,
-            std::string(cs.name) + " warps " + std::to_string(warps));
+    for (PrefillShape shape : kShapes)
+      check(b, d.run(shape), ref, std::string(cs.name) + ", " + shape_name(shape));
   }
 }
 
@@ -206,8 +218,8 @@ TEST(CudaKernels, PrefillAttentionLongContext) {
     if (t < 140 || t >= b.T - 140 || t % 37 == 0) rows.push_back(t);
   DeviceBatch d(b);
   const Reference ref(b, rows);
-  for (int warps : {4, 8, 0})
-    check(b, d.run(warps), ref, "3001 keys warps " + std::to_string(warps));
+  for (PrefillShape shape : kShapes)
+    check(b, d.run(shape), ref, "3001 keys, " + shape_name(shape));
 }
 
 TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
@@ -215,14 +227,14 @@ TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
   PrefillBatch b(rng, {0}, {10}, 4, 2, 64, 16, 1.0);
   DeviceBatch d(b);
   PagedKv kv{d.dk.get(), d.dv.get(), d.dbt.get(), b.max_blocks, d.dctx.get(), b.bs};
-  auto call = [&](int Hq, int Hkv, int hd, int warps) {
+  auto call = [&](int Hq, int Hkv, int hd, int shape) {
     prefill_attention(d.dq.get(), b.qstride, d.dpos.get(), d.dtiles.get(),
                       int(d.tiles.size() / 4), kv, d.dout.get(), b.ostride, Hq, Hkv, hd, 0.125f,
-                      nullptr, warps);
+                      nullptr, PrefillShape(shape));
   };
   EXPECT_ANY_THROW(call(4, 2, 96, 0));  // head_dim
   EXPECT_ANY_THROW(call(5, 2, 64, 0));  // Hq % Hkv
-  EXPECT_ANY_THROW(call(4, 2, 64, 6));  // block shape
+  EXPECT_ANY_THROW(call(4, 2, 64, 7));  // block shape
   EXPECT_NO_THROW(call(4, 2, 64, 0));
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -243,12 +255,12 @@ TEST(CudaKernels, PrefillAttentionTiming) {
     cudaEvent_t e0, e1;
     TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
     TANDEM_CUDA_CHECK(cudaEventCreate(&e1));
-    for (int warps : {4, 8, 0}) {
-      const std::string what = "ctx " + std::to_string(b.ctx[0]) + " warps " + std::to_string(warps);
-      check(b, d.run(warps), ref, what);
+    for (PrefillShape shape : kShapes) {
+      const std::string what = "ctx " + std::to_string(b.ctx[0]) + ", " + shape_name(shape);
+      check(b, d.run(shape), ref, what);
       constexpr int kReps = 5;
       TANDEM_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < kReps; ++i) d.launch(warps);
+      for (int i = 0; i < kReps; ++i) d.launch(shape);
       TANDEM_CUDA_CHECK(cudaEventRecord(e1));
       TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
       float ms = 0;
