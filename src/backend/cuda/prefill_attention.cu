@@ -63,18 +63,16 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int qd = lane >> 2, qm = lane & 3;
-  bool v[U];
-  int r[U], h[U], p[U];
+  // Row u of this lane is m-row m_of(u) of the tile: query row m / G, head kvh * G + m % G.
+  auto m_of = [&](int u) { return m0 + warp * 16 * MT + (u >> 1) * 16 + qd + (u & 1) * 8; };
+  int p[U];  // positions (-1: no row)
   int warp_pmax = -1, warp_pmin = INT_MAX;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
-    const int m = m0 + warp * 16 * MT + (u >> 1) * 16 + qd + (u & 1) * 8;
-    v[u] = m < M;
-    r[u] = v[u] ? m / G : 0;
-    h[u] = kvh * G + (v[u] ? m % G : 0);
-    p[u] = v[u] ? positions[row0 + r[u]] : -1;
+    const int m = m_of(u);
+    p[u] = m < M ? positions[row0 + m / G] : -1;
     warp_pmax = max(warp_pmax, p[u]);
-    if (v[u]) warp_pmin = min(warp_pmin, p[u]);
+    if (m < M) warp_pmin = min(warp_pmin, p[u]);
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
@@ -91,15 +89,21 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
 
   uint32_t qa[MT == 1 ? HD / 16 : 1][4];  // Q fragments (MT == 1)
   if constexpr (MT == 1) {
-    const bf16_t* q_lo = qkv + size_t(row0 + r[0]) * q_stride + size_t(h[0]) * HD;
-    const bf16_t* q_hi = qkv + size_t(row0 + r[1]) * q_stride + size_t(h[1]) * HD;
+    const int mlo = m_of(0), mhi = m_of(1);
+    const bool v_lo = mlo < M, v_hi = mhi < M;
+    const bf16_t* q_lo = v_lo ? qkv + size_t(row0 + mlo / G) * q_stride +
+                                    size_t(kvh * G + mlo % G) * HD
+                              : qkv;
+    const bf16_t* q_hi = v_hi ? qkv + size_t(row0 + mhi / G) * q_stride +
+                                    size_t(kvh * G + mhi % G) * HD
+                              : qkv;
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
       const int col = kk * 16 + qm * 2;
-      qa[kk][0] = v[0] ? ld32(q_lo + col) : 0u;
-      qa[kk][1] = v[1] ? ld32(q_hi + col) : 0u;
-      qa[kk][2] = v[0] ? ld32(q_lo + col + 8) : 0u;
-      qa[kk][3] = v[1] ? ld32(q_hi + col + 8) : 0u;
+      qa[kk][0] = v_lo ? ld32(q_lo + col) : 0u;
+      qa[kk][1] = v_hi ? ld32(q_hi + col) : 0u;
+      qa[kk][2] = v_lo ? ld32(q_lo + col + 8) : 0u;
+      qa[kk][3] = v_hi ? ld32(q_hi + col + 8) : 0u;
     }
   } else if (ntiles > 0) {
     // Q rows of the chunk into shared memory (zeros past M), in the first K group.
@@ -288,8 +292,10 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    if (!v[u]) continue;
-    bf16_t* dst = out + size_t(row0 + r[u]) * out_stride + size_t(h[u]) * HD + qm * 2;
+    const int m = m_of(u);
+    if (m >= M) continue;
+    bf16_t* dst =
+        out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * HD + qm * 2;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
       *reinterpret_cast<__nv_bfloat162*>(dst + n * 8) =
