@@ -274,6 +274,41 @@ void EngineCore::sample_rows() {
   });
 }
 
+void EngineCore::prepare_row_sampling(const std::vector<Sequence*>& seqs) {
+  row_sampling_.assign(batch_.logit_rows.size(), {});
+  penalty_tokens_.clear();
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    const int k = logit_row_of_[i];
+    if (k < 0) continue;
+    Sequence& s = *seqs[i];
+    const SamplingParams& p = requests_.at(s.request)->req.sampling;
+    model::RowSampling& r = row_sampling_[size_t(k)];
+    r.temperature = p.temperature;
+    r.top_p = p.top_p;
+    r.top_k = p.top_k;
+    r.min_p = p.min_p;
+    r.repetition_penalty = p.repetition_penalty;
+    r.presence_penalty = p.presence_penalty;
+    r.frequency_penalty = p.frequency_penalty;
+    // One draw for a random row, none for a greedy one: the host sampler's consumption.
+    const bool greedy = p.temperature < 1e-5f || p.top_k == 1;
+    r.uniform = greedy ? 0.0 : s.rng.uniform();
+    const bool rep = p.repetition_penalty != 1.0f;
+    if (rep || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
+      // The window is the last n tokens (prompt and output) for the repetition penalty, of
+      // which the output ones also get presence/frequency (engine::sample's rule).
+      const size_t n = p.penalty_last_n < 0 ? SIZE_MAX : size_t(p.penalty_last_n);
+      const size_t outs = std::min(n, size_t(s.num_output()));
+      const size_t len = rep ? std::min(n, s.tokens.size()) : outs;
+      r.penalty_offset = int32_t(penalty_tokens_.size());
+      r.penalty_count = int32_t(len);
+      r.penalty_output = int32_t(outs);
+      penalty_tokens_.insert(penalty_tokens_.end(), s.tokens.end() - std::ptrdiff_t(len),
+                             s.tokens.end());
+    }
+  }
+}
+
 void EngineCore::step() {
   if (requests_.empty()) return;
   const auto t0 = Clock::now();
@@ -287,24 +322,37 @@ void EngineCore::step() {
     return;
   }
   build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
-  // When every sampled row only needs its argmax (and no prompt is about to fork, which
-  // needs the row), a runner that can do the argmax on its side returns token ids alone.
-  bool on_runner = runner_.supports_greedy();
-  for (size_t i = 0; i < plan.seqs.size() && on_runner; ++i)
-    if (logit_row_of_[i] >= 0 && !(plan.seqs[i]->greedy_only && plan.seqs[i]->forked))
-      on_runner = false;
+  // Where the rows are sampled. When every sampled row only needs its argmax (and no prompt
+  // is about to fork, which needs the row), a runner that can do the argmax on its side
+  // returns token ids alone. Otherwise a runner that can sample does the whole sampler
+  // (with the uniform drawn here, from the sequence's RNG, exactly as the host sampler
+  // would), unless a row asks for logprobs or forks: those steps bring the logits here.
+  enum class Path { kHost, kGreedy, kSample };
+  bool all_greedy = runner_.supports_greedy(), can_sample = runner_.supports_sampling();
+  for (size_t i = 0; i < plan.seqs.size() && (all_greedy || can_sample); ++i) {
+    if (logit_row_of_[i] < 0) continue;
+    const Sequence& s = *plan.seqs[i];
+    if (!(s.greedy_only && s.forked)) all_greedy = false;
+    if (!s.forked || requests_.at(s.request)->req.sampling.top_logprobs >= 0) can_sample = false;
+  }
+  const Path path = all_greedy ? Path::kGreedy : can_sample ? Path::kSample : Path::kHost;
   const size_t rows = batch_.logit_rows.size();
-  const size_t need = on_runner ? 0 : rows * size_t(vocab_);
+  const size_t need = path != Path::kHost ? 0 : rows * size_t(vocab_);
   if (logits_cap_ < need) {
     logits_cap_ =
         std::min(std::max(need, 2 * logits_cap_), size_t(opt_.max_num_seqs) * size_t(vocab_));
     logits_cap_ = std::max(logits_cap_, need);
     logits_.reset(new float[logits_cap_]);
   }
+  if (path == Path::kSample) prepare_row_sampling(plan.seqs);
   const auto t2 = Clock::now();
-  if (on_runner) {
+  if (path == Path::kGreedy) {
     greedy_tokens_.resize(rows);
     runner_.forward_greedy(batch_, greedy_tokens_);
+    for (TokenId t : greedy_tokens_) TANDEM_CHECK(t >= 0 && t < vocab_);
+  } else if (path == Path::kSample) {
+    greedy_tokens_.resize(rows);
+    runner_.forward_sample(batch_, row_sampling_, penalty_tokens_, greedy_tokens_);
     for (TokenId t : greedy_tokens_) TANDEM_CHECK(t >= 0 && t < vocab_);
   } else {
     runner_.forward(batch_, std::span<float>(logits_.get(), need));
@@ -326,7 +374,7 @@ void EngineCore::step() {
       fork_samples(rs, s, {logits_.get() + size_t(k) * size_t(vocab_), size_t(vocab_)});
     jobs_.push_back({&s, &rs, k, {}});
   }
-  if (on_runner) {
+  if (path != Path::kHost) {
     for (SampleJob& job : jobs_) job.result.token = greedy_tokens_[size_t(job.row)];
   } else {
     sample_rows();

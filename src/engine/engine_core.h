@@ -81,6 +81,9 @@ class EngineCore {
   void finish_unforked(RequestState& rs, FinishReason reason, const std::string& error);
   void touch(RequestState& rs);
   void sample_rows();  // jobs_ from their logits rows, in parallel
+  // row_sampling_ and penalty_tokens_ of this step's rows for Runner::forward_sample (takes
+  // each random row's draw from its sequence's RNG).
+  void prepare_row_sampling(const std::vector<Sequence*>& seqs);
   void publish();
 
   model::Runner& runner_;
@@ -96,7 +99,9 @@ class EngineCore {
   std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled
   size_t logits_cap_ = 0;
   std::vector<float> row_copy_;
-  std::vector<TokenId> greedy_tokens_;  // [rows] when the runner did the argmax
+  std::vector<TokenId> greedy_tokens_;  // [rows] when the runner did the argmax or sampled
+  std::vector<model::RowSampling> row_sampling_;  // [rows] for forward_sample
+  std::vector<TokenId> penalty_tokens_;           // their penalty windows
   struct SampleJob {
     Sequence* seq;
     RequestState* rs;

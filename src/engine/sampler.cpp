@@ -114,7 +114,7 @@ TokenId argmax(std::span<const float> x) {
 
 // Random draw after temperature, top-k, top-p and min-p. Candidates are visited in the
 // total order of before(), so one uniform value maps to one token on every machine.
-TokenId draw(std::span<const float> logits, const SamplingParams& p, Rng& rng) {
+TokenId draw(std::span<const float> logits, const SamplingParams& p, double uniform) {
   const double inv_t = 1.0 / double(p.temperature);
   std::vector<Cand> c;
   double z = 0;  // mass of the set top-p is measured against
@@ -158,7 +158,7 @@ TokenId draw(std::span<const float> logits, const SamplingParams& p, Rng& rng) {
     for (auto& wi : w)
       if (wi < double(p.min_p)) wi = 0;
   for (double wi : w) kept += wi;
-  double u = rng.uniform() * kept;
+  double u = uniform * kept;
   for (size_t i = 0; i < c.size(); ++i) {
     if (u < w[i]) return c[i].id;
     u -= w[i];
@@ -190,6 +190,12 @@ void validate(const SamplingParams& p) {
 
 SampleResult sample(std::span<float> logits, const SamplingParams& p,
                     std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng) {
+  return sample_with_draw(logits, p, prompt, output, [&rng] { return rng.uniform(); });
+}
+
+SampleResult sample_with_draw(std::span<float> logits, const SamplingParams& p,
+                              std::span<const TokenId> prompt, std::span<const TokenId> output,
+                              const std::function<double()>& uniform) {
   if (logits.empty()) fail(ErrorKind::kInvalidArgument, "sampler: empty logits row");
   validate(p);
   SampleResult r;
@@ -200,7 +206,7 @@ SampleResult sample(std::span<float> logits, const SamplingParams& p,
   std::vector<Cand> saved = apply_penalties(logits, p, prompt, output);
 
   const bool greedy = p.temperature < 1e-5f || p.top_k == 1;
-  r.token = greedy ? argmax(logits) : draw(logits, p, rng);
+  r.token = greedy ? argmax(logits) : draw(logits, p, uniform());
 
   float raw = logits[size_t(r.token)];
   for (auto& s : saved)

@@ -13,6 +13,7 @@
 // distribution, log_softmax of the logits before step 1 (what vLLM reports by default), so
 // they do not change with the sampling settings.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -36,6 +37,13 @@ void validate(const SamplingParams& p);
 // advanced by exactly one draw when sampling is random and not at all when greedy.
 SampleResult sample(std::span<float> logits, const SamplingParams& p,
                     std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng);
+
+// sample() with the draw from `uniform` (called once, and only when sampling is random,
+// right before the draw): lets a caller supply the value the sequence's RNG produced, for
+// example to check another sampler (the GPU one) on the same draws.
+SampleResult sample_with_draw(std::span<float> logits, const SamplingParams& p,
+                              std::span<const TokenId> prompt, std::span<const TokenId> output,
+                              const std::function<double()>& uniform);
 
 // The generator a sequence uses: seeded from `seed` when given, else from `fallback` (for
 // example a request counter), so an unseeded request still gets its own stream.

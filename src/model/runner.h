@@ -45,6 +45,25 @@ struct KvLayout {
   int num_blocks = 0;   // blocks available to the engine
 };
 
+// How to pick the token of one logit row on the runner's side (forward_sample). The same
+// rules as engine::sample (src/engine/sampler.h): penalties, then temperature 0 (or
+// top_k 1) means argmax; otherwise temperature, top-k, top-p over what top-k kept, min-p,
+// and `uniform` mapped to a token through the order "larger logit first, then smaller id".
+struct RowSampling {
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int32_t top_k = 0;  // 0 = off
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;  // over the whole window
+  float presence_penalty = 0.0f;    // over the output part of the window
+  float frequency_penalty = 0.0f;
+  double uniform = 0.0;  // the draw in [0, 1), taken by the caller from the sequence's RNG
+  // The penalty window: penalty_tokens[penalty_offset, penalty_offset + penalty_count), the
+  // last tokens of the sequence in order; its last `penalty_output` tokens are output tokens.
+  // Empty when the row has no penalties.
+  int32_t penalty_offset = 0, penalty_count = 0, penalty_output = 0;
+};
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -65,6 +84,19 @@ class Runner {
     (void)batch;
     (void)tokens;
     throw std::logic_error("forward_greedy: not supported by this runner");
+  }
+
+  // Optional: the whole sampler on the runner's side. `rows[i]` says how to pick the token of
+  // `batch.logit_rows[i]` (greedy rows allowed); `tokens` receives one id per row. Log-
+  // probabilities are not computed. The engine calls it only when supports_sampling().
+  virtual bool supports_sampling() const { return false; }
+  virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                              std::span<const TokenId> penalty_tokens, std::span<TokenId> tokens) {
+    (void)batch;
+    (void)rows;
+    (void)penalty_tokens;
+    (void)tokens;
+    throw std::logic_error("forward_sample: not supported by this runner");
   }
 };
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "engine/sampler.h"
 #include "model/runner.h"
 
 namespace tandem::engine::testing {
@@ -86,14 +87,48 @@ class MockRunner : public model::Runner {
   void forward(const model::ForwardBatch& b, std::span<float> logits) override {
     TANDEM_CHECK(logits.size() == b.logit_rows.size() * size_t(vocab_));
     auto next = run(b);
+    for (size_t k = 0; k < next.size(); ++k) fill_row(next[k], logits.data() + k * size_t(vocab_));
+  }
+
+  // forward_sample on the host: the same logits as forward(), each row sampled by
+  // engine::sample_with_draw with the given uniform (so it must match the host path exactly),
+  // the penalty window passed as prompt (its first part) and output (its last part).
+  bool sampling = false;  // offer forward_sample
+  int sample_forwards = 0;
+  std::vector<model::RowSampling> last_rows;  // what the last forward_sample got
+  bool supports_sampling() const override { return sampling; }
+  void forward_sample(const model::ForwardBatch& b, std::span<const model::RowSampling> rows,
+                      std::span<const TokenId> penalty_tokens, std::span<TokenId> tokens) override {
+    TANDEM_CHECK(sampling);
+    ++sample_forwards;
+    TANDEM_CHECK(tokens.size() == b.logit_rows.size() && rows.size() == tokens.size());
+    last_rows.assign(rows.begin(), rows.end());
+    auto next = run(b);
+    std::vector<float> row(static_cast<size_t>(vocab_));
     for (size_t k = 0; k < next.size(); ++k) {
-      float* row = logits.data() + k * size_t(vocab_);
-      for (int v = 0; v < vocab_; ++v) row[v] = float(v % 7) * 0.1f;  // ties elsewhere
-      row[next[k]] = 5.0f;
+      fill_row(next[k], row.data());
+      const model::RowSampling& r = rows[k];
+      SamplingParams p;
+      p.temperature = r.temperature;
+      p.top_p = r.top_p;
+      p.top_k = r.top_k;
+      p.min_p = r.min_p;
+      p.repetition_penalty = r.repetition_penalty;
+      p.presence_penalty = r.presence_penalty;
+      p.frequency_penalty = r.frequency_penalty;
+      auto win = penalty_tokens.subspan(size_t(r.penalty_offset), size_t(r.penalty_count));
+      auto prompt = win.first(size_t(r.penalty_count - r.penalty_output));
+      auto output = win.last(size_t(r.penalty_output));
+      tokens[k] = sample_with_draw(row, p, prompt, output, [&] { return r.uniform; }).token;
     }
   }
 
  private:
+  void fill_row(TokenId next, float* row) const {
+    for (int v = 0; v < vocab_; ++v) row[v] = float(v % 7) * 0.1f;  // ties elsewhere
+    row[next] = 5.0f;
+  }
+
   // Writes the batch into the mock cache, checks every context, returns the next token of
   // each logit row.
   std::vector<TokenId> run(const model::ForwardBatch& b) {
