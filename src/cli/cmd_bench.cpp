@@ -46,6 +46,9 @@ struct Opts {
   int shared_prefix = 0, question_len = 32;
   int max_num_batched_tokens = 8192, max_num_seqs = 256;
   std::string backend = "cuda";
+  float temperature = 0.0f, top_p = 1.0f;
+  int top_k = 0;
+  bool host_sampling = false;
 };
 
 // `tandem bench --concurrency ...`: the serving engine under C concurrent clients (no HTTP).
@@ -59,6 +62,10 @@ int run_engine_mode(const Opts& o) {
   eo.question_len = o.question_len;
   eo.engine.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.engine.max_num_seqs = o.max_num_seqs;
+  eo.temperature = o.temperature;
+  eo.top_p = o.top_p;
+  eo.top_k = o.top_k;
+  eo.host_sampling = o.host_sampling;
   const int longest = (o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len) +
                       o.output_len + 64;
   std::unique_ptr<Runner> runner;
@@ -82,6 +89,9 @@ int run_engine_mode(const Opts& o) {
              o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
              o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
              runner->kv_layout().num_blocks);
+  if (o.temperature > 0.0f)
+    fmt::print("sampling: temperature {} top_p {} top_k {}, on the {}\n", o.temperature, o.top_p,
+               o.top_k, o.host_sampling || !runner->supports_sampling() ? "host" : "runner (GPU)");
   auto rows = tandem::engine::run_engine_bench(*runner, eo);
   fmt::print("{}", tandem::engine::format_engine_bench(rows));
   return 0;
@@ -357,6 +367,18 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                                 "Engine mode: sequences in one step at most")
                      ->capture_default_str()
                      ->check(CLI::Range(1, 4096));
+                 sub.add_option("--temperature", o->temperature,
+                                "Engine mode: sampling temperature of every request (0: greedy)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0.0f, 100.0f));
+                 sub.add_option("--top-p", o->top_p, "Engine mode: top-p of every request")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0.0f, 1.0f));
+                 sub.add_option("--top-k", o->top_k, "Engine mode: top-k of every request (0: off)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0, 1 << 20));
+                 sub.add_flag("--host-sampling", o->host_sampling,
+                              "Engine mode: sample on the host even where the runner can sample");
                  sub.add_option("--backend", o->backend, "Engine mode: cuda or cpu")
                      ->capture_default_str()
                      ->check(CLI::IsMember({"cuda", "cpu"}));

@@ -54,7 +54,9 @@ class Level {
     }
     r.max_tokens = opt_.output_len;
     r.ignore_eos = true;
-    r.sampling.temperature = 0.0f;
+    r.sampling.temperature = opt_.temperature;
+    r.sampling.top_p = opt_.top_p;
+    r.sampling.top_k = opt_.top_k;
     core_->validate(r);
     return r;
   }
@@ -172,6 +174,26 @@ class Level {
 }  // namespace
 
 namespace {
+// The runner it wraps, minus its sampler: for --host-sampling comparisons.
+class HostSamplingRunner : public model::Runner {
+ public:
+  explicit HostSamplingRunner(model::Runner& r) : r_(r) {}
+  int vocab_size() const override { return r_.vocab_size(); }
+  int max_model_len() const override { return r_.max_model_len(); }
+  model::KvLayout kv_layout() const override { return r_.kv_layout(); }
+  std::string name() const override { return r_.name(); }
+  void forward(const model::ForwardBatch& b, std::span<float> logits) override {
+    r_.forward(b, logits);
+  }
+  bool supports_greedy() const override { return r_.supports_greedy(); }
+  void forward_greedy(const model::ForwardBatch& b, std::span<TokenId> tokens) override {
+    r_.forward_greedy(b, tokens);
+  }
+
+ private:
+  model::Runner& r_;
+};
+
 class NullRunner : public model::Runner {
  public:
   NullRunner(int vocab, int block_size, int num_blocks, bool greedy)
@@ -233,9 +255,14 @@ std::vector<EngineBenchRow> run_engine_bench(model::Runner& runner, const Engine
     fail(ErrorKind::kInvalidArgument, "output_len and requests_per_client must be >= 1");
   if (opt.shared_prefix_len > 0 ? opt.question_len < 1 : opt.prompt_len < 1)
     fail(ErrorKind::kInvalidArgument, "prompt length must be >= 1");
+  if (!(opt.temperature >= 0.0f) || !(opt.top_p > 0.0f && opt.top_p <= 1.0f) || opt.top_k < 0)
+    fail(ErrorKind::kInvalidArgument,
+         "bench sampling: temperature >= 0, top_p in (0, 1], top_k >= 0");
+  HostSamplingRunner host_sampling(runner);
+  model::Runner& used = opt.host_sampling ? static_cast<model::Runner&>(host_sampling) : runner;
   std::vector<EngineBenchRow> rows;
   for (int c : opt.concurrency) {
-    Level level(runner, opt, c);
+    Level level(used, opt, c);
     double cold = 0;
     if (opt.shared_prefix_len > 0) cold = level.solo_ttft_ms();  // fills the cache
     EngineBenchRow row = level.run(c);

@@ -4,7 +4,8 @@
 //
 // Throughput scenario, per concurrency C: C clients each send `requests_per_client`
 // requests one after another (random prompt of prompt_len tokens, output_len tokens with
-// EOS ignored, greedy), each sending its next request as soon as the last one finished.
+// EOS ignored, greedy unless `temperature` is set), each sending its next request as soon
+// as the last one finished.
 // Shared-prefix scenario (shared_prefix_len > 0): every prompt is one system prompt of
 // shared_prefix_len tokens plus a fresh question of question_len tokens; one request runs
 // alone first with an empty cache (the "cold" TTFT), then the clients run against the warm
@@ -28,6 +29,11 @@ struct EngineBenchOptions {
   int shared_prefix_len = 0;  // > 0: the shared-prefix scenario instead
   int question_len = 32;
   uint64_t seed = 1;
+  // Sampling of every request (default greedy). host_sampling: hide the runner's GPU
+  // sampler (Runner::supports_sampling), so sampled steps bring the logits to the host.
+  float temperature = 0.0f, top_p = 1.0f;
+  int top_k = 0;
+  bool host_sampling = false;
   EngineOptions engine;  // max_num_seqs is raised to C when smaller
 };
 
