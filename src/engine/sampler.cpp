@@ -113,7 +113,9 @@ TokenId argmax(std::span<const float> x) {
 }
 
 // Random draw after temperature, top-k, top-p and min-p. Candidates are visited in the
-// total order of before(), so one uniform value maps to one token on every machine.
+// total order of before() when top-k or top-p is set, else by increasing id (no sort); either
+// way one uniform value maps to one token on every machine (the GPU sampler, sample.cu,
+// follows the same two orders).
 TokenId draw(std::span<const float> logits, const SamplingParams& p, double uniform) {
   const double inv_t = 1.0 / double(p.temperature);
   std::vector<Cand> c;
