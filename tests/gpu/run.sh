@@ -54,10 +54,31 @@ part bench_gemv4 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch
   --batches 2,4 --gemv-max-tokens 4
 part bench_nographs 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --no-graphs
 part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1
+# A/B of the two decode attention kernels (tensor cores vs the portable CUDA-core one) and
+# of the prefill attention block shapes (1 = 4x16 rows, 2 = 8x16, 3 = 4x32, 4 = 8x32).
+part bench_attn_portable 200 env TANDEM_DECODE_ATTN=portable "$BIN/tandem" bench \
+  --model "$BENCH_MODEL" --sections decode1,batch
+for v in 1 2; do  # GEMV variants (src/backend/cuda/gemv.cu) at batch 1
+  part "bench_gemv_v$v" 120 env TANDEM_GEMV=$v "$BIN/tandem" bench --model "$BENCH_MODEL" \
+    --sections decode1
+done
+for shape in 1 2 4; do
+  part "bench_prefill_shape$shape" 200 env TANDEM_PREFILL_SHAPE=$shape "$BIN/tandem" bench \
+    --model "$BENCH_MODEL" --sections prefill
+done
 # The serving engine over the CUDA runner: closed-loop clients (400-token prompts, 256 output
 # tokens, EOS ignored), then the shared 4k-token system prompt scenario (cold vs cached TTFT).
 part engine 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8,32,64,256 \
   --prompt-len 400 --output-len 256 --requests-per-client 2
+# cuBLASLt's first answer instead of the timed choice; GPU vs host sampling (C=64).
+part engine_heuristic 200 env TANDEM_GEMM_TUNE=0 "$BIN/tandem" bench --model "$BENCH_MODEL" \
+  --concurrency 64,256 --prompt-len 400 --output-len 256 --requests-per-client 2
+part engine_sampled 120 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
+  --prompt-len 400 --output-len 256 --requests-per-client 2 --temperature 0.7 --top-p 0.8 \
+  --top-k 20
+part engine_sampled_host 120 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
+  --prompt-len 400 --output-len 256 --requests-per-client 2 --temperature 0.7 --top-p 0.8 \
+  --top-k 20 --host-sampling
 part engine_prefix 150 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8 \
   --shared-prefix 4000 --question-len 32 --output-len 64 --requests-per-client 4
 # Per-kernel time and DRAM traffic of decode steps (eager, so each kernel is separate).
@@ -79,8 +100,8 @@ fi
 echo
 echo "================ summary ================"
 printf '%s\n' "${summary[@]}"
-grep -hE '^\[ +(OK|FAILED|PASSED) +\]|^\[  FAILED  \]' "$OUT/kernels.log" "$OUT/model.log" \
-  | sort | uniq -c | sort -rn | head -30
+grep -hE '^\[ +(FAILED|PASSED) +\]' "$OUT/kernels.log" "$OUT/model.log" | sort | uniq -c | head -30
+grep -hE '^\[ (sample|perf) \]' "$OUT/kernels.log" | head -16
 grep -h '^\[ model \]' "$OUT/model.log"
 grep -hE 'Failure|error|Expected|Which is|actual' "$OUT/kernels.log" "$OUT/model.log" | head -20
 grep -hE 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null
@@ -89,7 +110,9 @@ for f in ncu ncu_b64; do
   grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \
     | sed -E 's/ +/ /g; s/^ (void )?//; s/\(.*//' | paste - - - | cut -c1-120 | head -16
 done
-for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl engine engine_prefix; do
+for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl \
+  bench_attn_portable bench_gemv_v1 bench_gemv_v2 bench_prefill_shape1 bench_prefill_shape2 \
+  bench_prefill_shape4 engine engine_heuristic engine_sampled engine_sampled_host engine_prefix; do
   echo "--- $f"
   [ -f "$OUT/$f.log" ] && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
 done

@@ -4,6 +4,7 @@
 // bound by the K/V bytes it reads (each KV head once per sequence and split), not by math.
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/decode_attention_mma.cuh"
+#include "backend/cuda/launch.cuh"
 #include "backend/cuda/mma.cuh"
 
 namespace tandem::cuda {
@@ -36,7 +37,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   __shared__ float sm_m[kWarps][8], sm_l[kWarps][8];
   __shared__ int sm_last;
 
-  launch_dependents();  // the next (PDL) kernel may start streaming its weights
+  grid_dependency_wait();  // launched with PDL: q and the new K/V are written before this
   const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
   const int G = Hq / Hkv;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -155,6 +156,7 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   }
   cp_async_wait<0>();
   __syncthreads();  // the stages are free: reuse them for the merge
+  launch_dependents();  // the next (PDL) kernel may launch during the merge (see gemv.cu)
 
   // Merge the warps: row qd's sum over its 4 lanes, then per (head, dim) over the warps.
   l += __shfl_xor_sync(0xffffffffu, l, 1);
@@ -235,8 +237,8 @@ void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stri
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     configured = true;
   }
-  decode_mma_kernel<HD><<<dim3(Hkv, S, splits), kWarps * 32, bytes, stream>>>(
-      q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml, counters, out, out_stride);
+  launch_pdl(decode_mma_kernel<HD>, dim3(Hkv, S, splits), dim3(kWarps * 32), bytes, stream, q,
+             q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml, counters, out, out_stride);
 }
 
 }  // namespace

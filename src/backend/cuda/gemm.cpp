@@ -1,5 +1,9 @@
 #include "backend/cuda/gemm.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/swiglu.cuh"
@@ -9,6 +13,8 @@ namespace tandem::cuda {
 
 Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
     : workspace_bytes_(workspace_bytes), gemv_max_tokens_(gemv_max_tokens) {
+  if (const char* e = std::getenv("TANDEM_GEMM_TUNE"); e && std::string_view(e) == "1")
+    choice_ = Choice::kTimed;
   TANDEM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   TANDEM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -24,13 +30,31 @@ Gemm::~Gemm() {
   cublasLtDestroy(lt_);
 }
 
+int Gemm::bucket(int T) {
+  if (T <= 16) return T;
+  const int step = T <= 128 ? 16 : T <= 512 ? 32 : T <= 2048 ? 64 : 256;
+  return (T + step - 1) / step * step;
+}
+
 // Row-major Y[T,N] is column-major Y^T[N,T] = W (col-major [K,N], transposed) * X^T
 // (col-major [K,T]): A = W with TRANSA = T, B = X, m = N, n = T, k = K.
-const Gemm::Plan& Gemm::plan(int T, int N, int K, int ldx, int ldy) {
-  auto key = std::make_tuple(T, N, K, ldx, ldy);
+Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
+                       int N, int K, int ldx, int ldy, cudaStream_t stream) {
+  auto key = std::make_tuple(bucket(T), N, K, ldx, ldy);
   auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
-  if (plans_.size() > 4096) fail(ErrorKind::kInternal, "gemm: too many distinct shapes");
+  if (it != plans_.end()) {
+    Plan& p = it->second;
+    if (p.T != T) {  // same bucket, another T: only the n extent of B and C changes
+      const uint64_t cols = uint64_t(T);
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS,
+                                                           &cols, sizeof(cols)));
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_COLS,
+                                                           &cols, sizeof(cols)));
+      p.T = T;
+    }
+    return p;
+  }
+  if (plans_.size() > (1u << 16)) fail(ErrorKind::kInternal, "gemm: too many distinct shapes");
   Plan p;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -41,19 +65,64 @@ const Gemm::Plan& Gemm::plan(int T, int N, int K, int ldx, int ldy) {
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, T, ldx));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, T, ldy));
+  p.T = T;
+  choose(p, X, W, Y, T, N, K, stream);
+  return plans_.emplace(key, p).first->second;
+}
+
+cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
+                         const __nv_bfloat16* W, __nv_bfloat16* Y, cudaStream_t stream) {
+  const float alpha = 1.0f, beta = 0.0f;
+  return cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &algo,
+                        workspace_, workspace_bytes_, stream);
+}
+
+// The library's top candidates for this shape; outside graph capture each is timed on the
+// real operands (the result is recomputed by the caller) and the fastest is kept.
+void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y,
+                  int T, int N, int K, cudaStream_t stream) {
+  constexpr int kCandidates = 8;
   cublasLtMatmulPreference_t pref;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof(workspace_bytes_)));
-  cublasLtMatmulHeuristicResult_t heur{};
+  cublasLtMatmulHeuristicResult_t heur[kCandidates] = {};
   int found = 0;
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref, 1, &heur, &found));
+  const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref,
+                                                           kCandidates, heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (found == 0)
+  if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
     fail(ErrorKind::kUnsupported, "cuBLASLt has no bf16 algorithm for T={} N={} K={}", T, N, K);
-  p.algo = heur.algo;
-  return plans_.emplace(key, p).first->second;
+  p.algo = heur[0].algo;
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  TANDEM_CUDA_CHECK(cudaStreamIsCapturing(stream, &cs));
+  if (choice_ != Choice::kTimed || found == 1 || cs != cudaStreamCaptureStatusNone) return;
+
+  cudaEvent_t e0, e1;
+  TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
+  TANDEM_CUDA_CHECK(cudaEventCreate(&e1));
+  float best = 1e30f, first = -1.0f;
+  int best_i = 0;
+  for (int i = 0; i < found; ++i) {
+    if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    if (run(p, heur[i].algo, X, W, Y, stream) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up
+    float t = 1e30f;
+    for (int rep = 0; rep < 2; ++rep) {
+      TANDEM_CUDA_CHECK(cudaEventRecord(e0, stream));
+      if (run(p, heur[i].algo, X, W, Y, stream) != CUBLAS_STATUS_SUCCESS) break;
+      TANDEM_CUDA_CHECK(cudaEventRecord(e1, stream));
+      TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      t = std::min(t, ms);
+    }
+    if (i == 0) first = t;
+    if (t < best) best = t, best_i = i;
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  p.algo = heur[best_i].algo;
+  tune_log_.push_back({T, N, K, found, first, best});
 }
 
 void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
@@ -61,10 +130,15 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
   if (T <= 0) return;
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = N;
-  const Plan& p = plan(T, N, K, ldx, ldy);
-  const float alpha = 1.0f, beta = 0.0f;
-  TANDEM_CUBLAS_CHECK(cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c,
-                                     &p.algo, workspace_, workspace_bytes_, stream));
+  Plan& p = plan(X, W, Y, T, N, K, ldx, ldy, stream);
+  cublasStatus_t st = run(p, p.algo, X, W, Y, stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
+    // The bucket's algorithm does not take this T: ask the library for this exact shape.
+    Plan exact = p;
+    choose(exact, X, W, Y, T, N, K, stream);
+    st = run(p, exact.algo, X, W, Y, stream);
+  }
+  TANDEM_CUBLAS_CHECK(st);
 }
 
 void Gemm::linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <tuple>
+#include <vector>
 
 namespace tandem::cuda {
 
@@ -38,19 +39,46 @@ class Gemm {
   void cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
                      int K, cudaStream_t stream, int ldx = 0, int ldy = 0);
 
+  // How cuBLASLt algorithms are chosen: kHeuristic (default) takes the library's first
+  // answer; kTimed times its top 8 candidates on the first product of each shape bucket and
+  // keeps the fastest (TANDEM_GEMM_TUNE=1 selects it at start-up). On the H200 timing saved
+  // 1.7-3% of GEMM time per pass but measured no faster end to end (engine C=64 4,203 vs
+  // 4,171 tok/s; prefill 512 20.3k vs 21.3k), so it is off.
+  enum class Choice { kTimed, kHeuristic };
+  void set_choice(Choice c) { choice_ = c; }
+
+  // Plans are per (bucket of T, N, K, ldx, ldy): T rounds up to a bucket (exact up to 16,
+  // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set.
+  static int bucket(int T);
+  size_t num_plans() const { return plans_.size(); }
+
+  struct TuneRecord {  // what the timing found for one plan (for `tandem bench`)
+    int T, N, K, candidates;
+    float heuristic_ms, best_ms;
+  };
+  const std::vector<TuneRecord>& tune_log() const { return tune_log_; }
+
  private:
   struct Plan {
     cublasLtMatmulDesc_t op = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    int T = 0;  // the T the layouts b and c currently describe
   };
-  const Plan& plan(int T, int N, int K, int ldx, int ldy);
+  Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
+             int ldx, int ldy, cudaStream_t stream);
+  void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
+              int N, int K, cudaStream_t stream);
+  cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
+                     const __nv_bfloat16* W, __nv_bfloat16* Y, cudaStream_t stream);
 
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int gemv_max_tokens_ = 4;
+  Choice choice_ = Choice::kHeuristic;
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
+  std::vector<TuneRecord> tune_log_;
 };
 
 }  // namespace tandem::cuda

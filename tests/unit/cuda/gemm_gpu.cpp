@@ -46,6 +46,33 @@ TEST(CudaKernels, CublasLinearMatchesCpu) {
   check_linear(rng, g, false, 2, 1000, 640, 640, 1000);
 }
 
+// Plans are shared by every T of a bucket (the n extent changes per call) and the timed
+// choice must give the same products as the library's first answer; an engine whose step
+// sizes vary over 1..700 keeps a bounded number of plans.
+TEST(CudaKernels, CublasPlansPerBucketStayCorrectAndBounded) {
+  Rng rng(test_seed() + 24);
+  for (Gemm::Choice c : {Gemm::Choice::kTimed, Gemm::Choice::kHeuristic}) {
+    Gemm g(0);
+    g.set_choice(c);
+    // Buckets 160 (used four times), 32 (twice), 576 and 640.
+    for (int T : {129, 150, 144, 131, 17, 31, 513, 577})
+      check_linear(rng, g, true, T, 392, 328, 328, 392);
+    const size_t after_checks = g.num_plans();
+    EXPECT_EQ(after_checks, 4u);
+    auto x = random_bf16(rng, size_t(700) * 328);
+    auto w = random_bf16(rng, size_t(392) * 328, 0.05);
+    Dev<bf16_t> dx(x), dw(w), dy(size_t(700) * 392);
+    for (int T = 1; T <= 700; ++T)
+      g.cublas_linear(dx.get(), dw.get(), dy.get(), T, 392, 328, nullptr);
+    TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
+    // One plan per bucket of 1..700 (38 of them), the four above among them.
+    EXPECT_EQ(g.num_plans(), 38u);
+    if (c == Gemm::Choice::kTimed) {
+      EXPECT_FALSE(g.tune_log().empty());
+    }
+  }
+}
+
 // act = silu(x Wg^T) * (x Wu^T): the fused GEMV (T <= 8) and cuBLASLt + SwiGLU (larger T).
 TEST(CudaKernels, LinearSwigluMatchesCpu) {
   Rng rng(test_seed() + 23);
