@@ -45,7 +45,6 @@ struct Opts {
   int prompt_len = 400, output_len = 256, requests_per_client = 2;
   int shared_prefix = 0, question_len = 32;
   int max_num_batched_tokens = 8192, max_num_seqs = 256;
-  int step_token_target = tandem::engine::EngineOptions{}.step_token_target;
   std::string backend = "cuda";
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = 0;
@@ -63,7 +62,6 @@ int run_engine_mode(const Opts& o) {
   eo.question_len = o.question_len;
   eo.engine.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.engine.max_num_seqs = o.max_num_seqs;
-  eo.engine.step_token_target = o.step_token_target;
   eo.temperature = o.temperature;
   eo.top_p = o.top_p;
   eo.top_k = o.top_k;
@@ -365,11 +363,6 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                                 "Engine mode: token budget of one step")
                      ->capture_default_str()
                      ->check(CLI::Range(16, 1 << 17));
-                 sub.add_option("--step-token-target", o->step_token_target,
-                                "Engine mode: prefill smoothing target tokens per step while "
-                                "decodes run (0: off)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 1 << 17));
                  sub.add_option("--max-num-seqs", o->max_num_seqs,
                                 "Engine mode: sequences in one step at most")
                      ->capture_default_str()

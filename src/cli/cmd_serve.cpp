@@ -42,12 +42,8 @@ TANDEM_COMMAND(
       sub.add_option("--max-num-seqs", o->host.max_num_seqs, "Sequences per engine step")
           ->check(CLI::Range(1, 4096));
       sub.add_option("--max-num-batched-tokens", o->host.max_num_batched_tokens,
-                     "Tokens (prefill + decode) in one engine step at most")
+                     "Tokens (prefill chunks + decodes) in one engine step at most")
           ->check(CLI::Range(16, 1 << 17));
-      sub.add_option("--step-token-target", o->host.step_token_target,
-                     "While decodes run, keep steps near this many tokens by spreading prompt "
-                     "prefill over steps (0: off)")
-          ->check(CLI::Range(0, 1 << 17));
       sub.add_option("--threads", o->host.threads, "CPU backend threads (0: all cores)")
           ->check(CLI::Range(0, 1024));
       sub.add_option("--gpu-memory-utilization", o->host.gpu_memory_utilization,

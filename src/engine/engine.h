@@ -22,9 +22,6 @@ struct EngineOptions {
   int bulk_aging_steps = 256;          // a waiting bulk request ranks as interactive after this
   double kv_watermark = 0.01;          // fraction of KV blocks kept free when admitting prompts
   int sample_threads = 0;              // threads sampling the rows of a step; 0 = min(8, cores)
-  // Prefill smoothing while decodes run (SchedulerConfig::step_token_target; 0: off).
-  int step_token_target = 0;
-  int prefill_drain_steps = 4;
 };
 
 struct EngineStats {

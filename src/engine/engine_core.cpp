@@ -26,11 +26,6 @@ SchedulerConfig scheduler_config(const EngineOptions& o, int num_blocks) {
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.bulk_aging_steps = o.bulk_aging_steps;
-  if (o.step_token_target < 0 || o.prefill_drain_steps < 1)
-    fail(ErrorKind::kInvalidArgument, "step_token_target {} must be >= 0 and prefill_drain_steps {} >= 1",
-         o.step_token_target, o.prefill_drain_steps);
-  c.step_token_target = o.step_token_target;
-  c.prefill_drain_steps = o.prefill_drain_steps;
   if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
     fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);
   c.watermark_blocks = int(std::floor(o.kv_watermark * num_blocks));

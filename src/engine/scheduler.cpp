@@ -248,22 +248,8 @@ const ScheduleOutput& Scheduler::schedule(uint64_t step) {
   preempt_for_interactive();
   int budget = cfg_.max_num_batched_tokens;
   schedule_decodes(budget);
-  int prefill = prefill_budget(budget);
-  schedule_prefills(prefill);
+  schedule_prefills(budget);
   return out_;
-}
-
-int Scheduler::prefill_budget(int budget) const {
-  if (cfg_.step_token_target <= 0 || out_.num_decodes == 0) return budget;
-  int64_t pending = 0;  // prompt (or recompute) tokens not yet in the cache
-  for (const Sequence* s : running_)
-    if (s->scheduled_tokens == 0 && !s->is_decode()) pending += s->remaining();
-  for (const auto& q : waiting_)
-    for (const Sequence* s : q) pending += s->remaining();
-  const int64_t drain = std::max(1, cfg_.prefill_drain_steps);
-  const int64_t want = std::max<int64_t>(cfg_.step_token_target - out_.num_decodes,
-                                         (pending + drain - 1) / drain);
-  return int(std::min<int64_t>(budget, std::max<int64_t>(want, bm_.block_size())));
 }
 
 }  // namespace tandem::engine

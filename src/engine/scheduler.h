@@ -28,15 +28,6 @@ struct SchedulerConfig {
   int max_num_batched_tokens = 4096;  // tokens in one step at most (>= max_num_seqs)
   int bulk_aging_steps = 256;         // steps after which a waiting bulk sequence is promoted
   int watermark_blocks = 0;           // blocks kept free when admitting new sequences
-  // Prefill smoothing (0: off, prefills fill the whole token budget). While decodes run, a
-  // step carries prefill tokens up to max(step_token_target - decodes, pending prefill
-  // tokens / prefill_drain_steps), at least one block: each step stays near the size where
-  // the GPU's matrix products turn from weight-bound to compute-bound, instead of one large
-  // compute-bound step followed by weight-bound decode-only ones, while a backlog of prompts
-  // still drains in about prefill_drain_steps steps. With no decode running, the whole
-  // budget is used.
-  int step_token_target = 0;
-  int prefill_drain_steps = 4;
 };
 
 struct ScheduleOutput {
@@ -87,7 +78,6 @@ class Scheduler {
   void preempt_for_interactive();
   void schedule_decodes(int& budget);
   void schedule_prefills(int& budget);
-  int prefill_budget(int budget) const;  // smoothing (SchedulerConfig::step_token_target)
   bool admit(Sequence* s, int& budget);             // false: stop admitting in this step
   bool continue_prefill(Sequence* s, int& budget);  // false: the budget is spent
   void preempt(Sequence* v);

@@ -1,5 +1,6 @@
 #include "server/model_host.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -84,7 +85,6 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
   engine::EngineOptions eo;
   eo.max_num_seqs = opt.max_num_seqs;
   eo.max_num_batched_tokens = std::max(opt.max_num_batched_tokens, opt.max_num_seqs);
-  eo.step_token_target = opt.step_token_target;
   eo.max_model_len = opt.max_model_len;
   for (int id : ctx.model.config->eos_token_ids) eo.eos_ids.push_back(id);
   for (const char* t : {"<|im_end|>", "<|endoftext|>"})

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.h"
 #include "server/context.h"
 
 namespace tandem::server {
@@ -16,8 +15,7 @@ struct ModelHostOptions {
   std::string backend = "auto";           // auto | cpu | cuda
   int max_model_len = 0;                  // 0: the model's (CPU: capped to keep memory small)
   int max_num_seqs = 256;
-  int max_num_batched_tokens = 4096;  // tokens in one engine step at most
-  int step_token_target = engine::EngineOptions{}.step_token_target;  // 0: no smoothing
+  int max_num_batched_tokens = 4096;  // tokens (prefill + decode) in one engine step at most
   int threads = 0;  // CPU backend threads; 0 = all cores
   double gpu_memory_utilization = 0.90;
   ServerOptions server;

@@ -58,10 +58,12 @@ part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL"
 # of the prefill attention block shapes (1 = 4x16 rows, 2 = 8x16, 3 = 4x32, 4 = 8x32).
 part bench_attn_portable 200 env TANDEM_DECODE_ATTN=portable "$BIN/tandem" bench \
   --model "$BENCH_MODEL" --sections decode1,batch
-for v in 1 2; do  # GEMV variants (src/backend/cuda/gemv.cu) at batch 1
-  part "bench_gemv_v$v" 120 env TANDEM_GEMV=$v "$BIN/tandem" bench --model "$BENCH_MODEL" \
-    --sections decode1
-done
+# Decode attention with a 2-stage pipeline (3 blocks an SM) instead of 3 stages (2 an SM).
+part bench_decode_stages2 200 env TANDEM_DECODE_STAGES=2 "$BIN/tandem" bench \
+  --model "$BENCH_MODEL" --sections batch
+part engine_decode_stages2 200 env TANDEM_DECODE_STAGES=2 "$BIN/tandem" bench \
+  --model "$BENCH_MODEL" --concurrency 64,256 --prompt-len 400 --output-len 256 \
+  --requests-per-client 2
 for shape in 1 2 4; do
   part "bench_prefill_shape$shape" 200 env TANDEM_PREFILL_SHAPE=$shape "$BIN/tandem" bench \
     --model "$BENCH_MODEL" --sections prefill
@@ -70,8 +72,8 @@ done
 # tokens, EOS ignored), then the shared 4k-token system prompt scenario (cold vs cached TTFT).
 part engine 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8,32,64,256 \
   --prompt-len 400 --output-len 256 --requests-per-client 2
-# cuBLASLt's first answer instead of the timed choice; GPU vs host sampling (C=64).
-part engine_heuristic 200 env TANDEM_GEMM_TUNE=0 "$BIN/tandem" bench --model "$BENCH_MODEL" \
+# cuBLASLt's timed choice instead of its first answer; GPU vs host sampling (C=64).
+part engine_tuned 200 env TANDEM_GEMM_TUNE=1 "$BIN/tandem" bench --model "$BENCH_MODEL" \
   --concurrency 64,256 --prompt-len 400 --output-len 256 --requests-per-client 2
 part engine_sampled 120 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
   --prompt-len 400 --output-len 256 --requests-per-client 2 --temperature 0.7 --top-p 0.8 \
@@ -92,6 +94,14 @@ if command -v ncu >/dev/null; then
     "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch --batches 64 --decode-steps 8 \
     --no-graphs
 fi
+# Kernel time of whole engine steps in the steady state of C=64 (mixed and decode-only),
+# summarised per step and kernel family by ncu_steps.py.
+if command -v ncu >/dev/null; then
+  part ncu_engine 240 ncu --clock-control none --print-units base --csv --page raw \
+    --metrics gpu__time_duration.sum --launch-skip "${NCU_SKIP:-110000}" --launch-count "${NCU_COUNT:-4000}" \
+    "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 --prompt-len 400 \
+    --output-len 256 --requests-per-client 2
+fi
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   part memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$BIN/tests/gputest_cuda"
@@ -110,11 +120,12 @@ for f in ncu ncu_b64; do
   grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \
     | sed -E 's/ +/ /g; s/^ (void )?//; s/\(.*//' | paste - - - | cut -c1-120 | head -16
 done
+[ -f "$OUT/ncu_engine.log" ] && echo "--- ncu_engine" &&
+  python3 "$(dirname "$0")/ncu_steps.py" "$OUT/ncu_engine.log" 2>&1 | head -30
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl \
-  bench_attn_portable bench_gemv_v1 bench_gemv_v2 bench_prefill_shape1 bench_prefill_shape2 \
-  bench_prefill_shape4 engine engine_heuristic engine_sampled engine_sampled_host engine_prefix; do
-  echo "--- $f"
-  [ -f "$OUT/$f.log" ] && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
+  bench_attn_portable bench_decode_stages2 engine_decode_stages2 bench_prefill_shape1 bench_prefill_shape2 \
+  bench_prefill_shape4 engine engine_tuned engine_sampled engine_sampled_host engine_prefix; do
+  [ -f "$OUT/$f.log" ] && echo "--- $f" && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
 done
 # At most 8 files come back from the GPU machine: pack the logs into one.
 (cd "$OUT" && tar czf logs.tgz ./*.log gpu.txt && rm -f ./*.log)

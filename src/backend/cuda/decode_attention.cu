@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   constexpr int LPT = HD / 8;
   constexpr int TPW = 32 / LPT;
   const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
-  launch_dependents();  // the next (PDL) kernel may start streaming its weights
+  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int G = Hq / Hkv;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int tslot = lane / LPT, c = lane % LPT;

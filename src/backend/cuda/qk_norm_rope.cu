@@ -1,6 +1,5 @@
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/launch.cuh"
 #include "backend/cuda/qk_norm_rope.cuh"
 
 namespace tandem::cuda {
@@ -13,8 +12,7 @@ __global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_
                                     const bf16_t* k_w, const float* inv_freq, float mscale, int T,
                                     int Hq, int Hkv, int hd, float eps, KvDest kv) {
   const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  launch_dependents();     // short kernel: the next (PDL) one may launch and wait at once
-  grid_dependency_wait();  // launched with PDL: the previous kernel's writes are visible
+  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int lane = threadIdx.x & 31;
   const int heads = Hq + (kv.k_cache ? 2 : 1) * Hkv;
   if (gw >= T * heads) return;
@@ -74,8 +72,8 @@ void qk_norm_rope(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w, const bf16
   const long warps = long(T) * (Hq + (kv.k_cache ? 2 : 1) * Hkv);
   const int threads = 128;
   const long blocks = (warps * 32 + threads - 1) / threads;
-  launch_pdl(qk_norm_rope_kernel, dim3(unsigned(blocks)), dim3(threads), 0, stream, qkv, pos, q_w,
-             k_w, rope.inv_freq, rope.mscale, T, Hq, Hkv, hd, eps, kv);
+  qk_norm_rope_kernel<<<unsigned(blocks), threads, 0, stream>>>(
+      qkv, pos, q_w, k_w, rope.inv_freq, rope.mscale, T, Hq, Hkv, hd, eps, kv);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

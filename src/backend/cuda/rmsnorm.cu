@@ -1,6 +1,5 @@
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/launch.cuh"
 #include "backend/cuda/rmsnorm.cuh"
 
 namespace tandem::cuda {
@@ -11,8 +10,7 @@ namespace {
 __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out,
                                    int dim, float eps) {
   __shared__ float scratch[32];
-  launch_dependents();     // short kernel: the next (PDL) one may launch and wait at once
-  grid_dependency_wait();  // launched with PDL: the previous kernel's writes are visible
+  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int dim8 = dim / 8;
   int4* xr = reinterpret_cast<int4*>(x) + size_t(blockIdx.x) * dim8;
   const int4* dr =
@@ -51,7 +49,7 @@ void add_rmsnorm(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out, i
   if (T <= 0) return;
   const int dim8 = dim / 8;
   const int threads = dim8 >= 512 ? 512 : ((dim8 + 31) / 32) * 32;
-  launch_pdl(add_rmsnorm_kernel, dim3(T), dim3(threads), 0, stream, x, delta, w, out, dim, eps);
+  add_rmsnorm_kernel<<<T, threads, 0, stream>>>(x, delta, w, out, dim, eps);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

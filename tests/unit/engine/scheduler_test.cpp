@@ -52,48 +52,6 @@ TEST(Scheduler, ChunkedPrefillAfterDecodes) {
   EXPECT_EQ(h.core.block_manager().num_used(), 0);
 }
 
-// Prefill smoothing: while A decodes, B's 100-token prompt is spread over steps of about
-// step_token_target tokens (here 32: chunks of one 16-token block next to A's decode)
-// instead of filling the whole 256-token budget in one step; with nothing decoding, A's
-// prompt takes the whole budget at once.
-TEST(Scheduler, PrefillSmoothingSpreadsPromptsOverDecodeSteps) {
-  EngineOptions opt = test_options(8, 256);
-  opt.step_token_target = 32;
-  opt.prefill_drain_steps = 4;
-  Harness h(kVocab, 16, 64, opt);
-  Request a = greedy_request(make_prompt(1, 20, 5, kVocab), 10);
-  Request b = greedy_request(make_prompt(2, 100, 6, kVocab), 2);
-  auto ha = h.submit(a);
-  EXPECT_EQ(h.step(), (std::vector<std::string>{"1@0+20"}));
-  auto hb = h.submit(b);
-  // Budget max(32 - 1 decode, ceil(pending / 4)) = 31, rounded down to whole blocks.
-  const Steps want = {
-      {"1@20+1", "2@0+16"},  {"1@21+1", "2@16+16"}, {"1@22+1", "2@32+16"},
-      {"1@23+1", "2@48+16"}, {"1@24+1", "2@64+16"},
-      {"1@25+1", "2@80+20"},  // the last 20 fit the budget of 31: no block rounding
-      {"1@26+1", "2@100+1"}, {"1@27+1"}, {"1@28+1"},
-  };
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(h.step(), want[i]) << "step " << i;
-  EXPECT_FALSE(h.core.has_work());
-  expect_reference(*ha, a);
-  expect_reference(*hb, b);
-
-  // A backlog drains faster than the target: pending / drain_steps sets the budget.
-  Harness g(kVocab, 16, 64, opt);
-  Request c = greedy_request(make_prompt(3, 20, 7, kVocab), 6);
-  Request d = greedy_request(make_prompt(4, 200, 8, kVocab), 1);
-  auto hc = g.submit(c);
-  g.step();
-  auto hd = g.submit(d);
-  // ceil(200 / 4) = 50 -> 48; then ceil(152 / 4) = 38 -> up to position 80; then 31.
-  EXPECT_EQ(g.step(), (std::vector<std::string>{"3@20+1", "4@0+48"}));
-  EXPECT_EQ(g.step(), (std::vector<std::string>{"3@21+1", "4@48+32"}));
-  EXPECT_EQ(g.step(), (std::vector<std::string>{"3@22+1", "4@80+16"}));
-  while (g.core.has_work()) g.step();
-  expect_reference(*hc, c);
-  expect_reference(*hd, d);
-}
-
 TEST(Scheduler, InteractiveBeforeBulk) {
   EngineOptions opt = test_options(8, 32);
   opt.bulk_prompt_threshold = 50;
