@@ -58,12 +58,6 @@ part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL"
 # of the prefill attention block shapes (1 = 4x16 rows, 2 = 8x16, 3 = 4x32, 4 = 8x32).
 part bench_attn_portable 200 env TANDEM_DECODE_ATTN=portable "$BIN/tandem" bench \
   --model "$BENCH_MODEL" --sections decode1,batch
-# Decode attention with a 2-stage pipeline (3 blocks an SM) instead of 3 stages (2 an SM).
-part bench_decode_stages2 200 env TANDEM_DECODE_STAGES=2 "$BIN/tandem" bench \
-  --model "$BENCH_MODEL" --sections batch
-part engine_decode_stages2 200 env TANDEM_DECODE_STAGES=2 "$BIN/tandem" bench \
-  --model "$BENCH_MODEL" --concurrency 64,256 --prompt-len 400 --output-len 256 \
-  --requests-per-client 2
 for shape in 1 2 4; do
   part "bench_prefill_shape$shape" 200 env TANDEM_PREFILL_SHAPE=$shape "$BIN/tandem" bench \
     --model "$BENCH_MODEL" --sections prefill
@@ -123,7 +117,7 @@ done
 [ -f "$OUT/ncu_engine.log" ] && echo "--- ncu_engine" &&
   python3 "$(dirname "$0")/ncu_steps.py" "$OUT/ncu_engine.log" 2>&1 | head -30
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl \
-  bench_attn_portable bench_decode_stages2 engine_decode_stages2 bench_prefill_shape1 bench_prefill_shape2 \
+  bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 \
   bench_prefill_shape4 engine engine_tuned engine_sampled engine_sampled_host engine_prefix; do
   [ -f "$OUT/$f.log" ] && echo "--- $f" && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
 done
