@@ -97,8 +97,12 @@ if command -v ncu >/dev/null; then
     --output-len 256 --requests-per-client 2
 fi
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
-  part memcheck 300 compute-sanitizer --tool memcheck --error-exitcode 9 \
-    "$BIN/tests/gputest_cuda"
+  # Every kernel test but the timings (slow under the tools); shared-memory races in the
+  # attention and sampling kernels.
+  part memcheck 200 compute-sanitizer --tool memcheck --error-exitcode 9 \
+    "$BIN/tests/gputest_cuda" --gtest_filter='-*Timing*:*TimeOf*'
+  part racecheck 150 compute-sanitizer --tool racecheck --error-exitcode 9 \
+    "$BIN/tests/gputest_cuda" --gtest_filter='*DecodeAttention*:*PrefillAttentionMatchesCpu*:CudaSample.Ties*'
 fi
 
 echo
@@ -108,7 +112,7 @@ grep -hE '^\[ +(FAILED|PASSED) +\]' "$OUT/kernels.log" "$OUT/model.log" | sort |
 grep -hE '^\[ (sample|perf) \]' "$OUT/kernels.log" | head -16
 grep -h '^\[ model \]' "$OUT/model.log"
 grep -hE 'Failure|error|Expected|Which is|actual' "$OUT/kernels.log" "$OUT/model.log" | head -20
-grep -hE 'ERROR SUMMARY' "$OUT/memcheck.log" 2>/dev/null
+grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/memcheck.log" "$OUT/racecheck.log" 2>/dev/null
 for f in ncu ncu_b64; do
   echo "--- $f (kernel, us, bytes read)"
   grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \

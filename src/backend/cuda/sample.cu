@@ -111,6 +111,7 @@ __device__ u64 prefix_mass(const Src& src, Cut lim, float m, float inv_t, Smem& 
 template <class Src>
 __device__ Pick select(const Src& src, Cut lim, u64 target, bool strict, bool counts, float m,
                        float inv_t, Smem& sh) {
+  __syncthreads();  // every thread is done reading what the previous step left in sh
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   uint32_t prefix = 0;
   int group = 0;
@@ -204,6 +205,7 @@ __device__ Pick select(const Src& src, Cut lim, u64 target, bool strict, bool co
 // The index-th smallest id whose key is `key` (-1 if there is none).
 template <class Src>
 __device__ int find_id(const Src& src, uint32_t key, int index, Smem& sh) {
+  __syncthreads();  // every thread is done reading what the previous step left in sh
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (threadIdx.x == 0) sh.result = -1;  // published by the first barrier below
   int seen = 0;
@@ -234,6 +236,7 @@ __device__ int find_id(const Src& src, uint32_t key, int index, Smem& sh) {
 // cumulative mass exceeds x, by a block-wide prefix sum over tiles of the row.
 __device__ int draw_by_id(const float* row, int V, float m, float inv_t, float lt, u64 x,
                           Smem& sh) {
+  __syncthreads();  // every thread is done reading what the previous step left in sh
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   if (threadIdx.x == 0) sh.result = -1;  // published by the first barrier below
   u64 seen = 0;
@@ -268,6 +271,7 @@ __device__ int draw_by_id(const float* row, int V, float m, float inv_t, float l
 // Copies the entries of the row inside `lim` (at most kCompact) to sh.cval/cid by
 // increasing id: those above lim.key, and the first lim.e of those equal to it.
 __device__ int compact(const float* row, int V, Cut lim, Smem& sh) {
+  __syncthreads();  // every thread is done reading what the previous step left in sh
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned lower = (1u << lane) - 1u;
   int seen = 0, ties = 0;
