@@ -144,16 +144,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   __syncthreads();
   for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
     const int g = e / HD, d = e % HD;
-    float M = -1e30f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm_m[w][g]);
-    float L = 0.0f, O = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(sm_m[w][g] - M);
-      L += sm_l[w][g] * f;
-      O += sm_o[w][g][d] * f;
-    }
+    float M, L, O;
+    merge_warp_partials<kWarps>(sm_m, sm_l, &sm_o[0][0][0], HD, g, d, M, L, O);
     const size_t row = (size_t(s) * Hq + kvh * G + g) * splits + split;
     part_o[row * HD + d] = O;
     if (d == 0) {

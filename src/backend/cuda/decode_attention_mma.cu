@@ -177,16 +177,8 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const size_t row0 = (size_t(s) * Hq + size_t(kvh) * G) * splits;  // part row of head g: + g*splits
   for (int e = threadIdx.x; e < G * HD; e += blockDim.x) {
     const int g = e / HD, d = e % HD;
-    float M = -1e30f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) M = fmaxf(M, sm_m[w][g]);
-    float L = 0.0f, O = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = exp2f(sm_m[w][g] - M);
-      L += sm_l[w][g] * f;
-      O += sm_o[(w * 8 + g) * HD + d] * f;
-    }
+    float M, L, O;
+    merge_warp_partials<kWarps>(sm_m, sm_l, sm_o, HD, g, d, M, L, O);
     if (eff == 1) {
       out[size_t(s) * out_stride + size_t(kvh * G + g) * HD + d] =
           __float2bfloat16(L > 0.0f ? O / L : 0.0f);

@@ -15,6 +15,27 @@ __host__ __device__ inline int decode_effective_splits(int ctx, int splits) {
   return by_len < 1 ? 1 : (splits < by_len ? splits : by_len);
 }
 
+// Log-sum-exp merge of NW warps' partial results for query head g (of at most 8 in a
+// group), output dim d: sm_m/sm_l [NW][8] running max (log2 domain) and sum, sm_o [NW][8][hd]
+// unnormalised outputs. Gives the merged max M, sum L and output O.
+template <int NW>
+__device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
+                                                    const float (&sm_l)[NW][8],
+                                                    const float* sm_o, int hd, int g, int d,
+                                                    float& M, float& L, float& O) {
+  M = -1e30f;
+#pragma unroll
+  for (int w = 0; w < NW; ++w) M = fmaxf(M, sm_m[w][g]);
+  L = 0.0f;
+  O = 0.0f;
+#pragma unroll
+  for (int w = 0; w < NW; ++w) {
+    const float f = exp2f(sm_m[w][g] - M);
+    L += sm_l[w][g] * f;
+    O += sm_o[(w * 8 + g) * hd + d] * f;
+  }
+}
+
 bool decode_attention_mma_supports(int hd, int group);
 
 // part_o [S, Hq, splits, hd] and part_ml [S, Hq, splits, 2] as in decode_attention.cu;
