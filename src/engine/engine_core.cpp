@@ -283,13 +283,7 @@ void EngineCore::prepare_row_sampling(const std::vector<Sequence*>& seqs) {
     Sequence& s = *seqs[i];
     const SamplingParams& p = requests_.at(s.request)->req.sampling;
     model::RowSampling& r = row_sampling_[size_t(k)];
-    r.temperature = p.temperature;
-    r.top_p = p.top_p;
-    r.top_k = p.top_k;
-    r.min_p = p.min_p;
-    r.repetition_penalty = p.repetition_penalty;
-    r.presence_penalty = p.presence_penalty;
-    r.frequency_penalty = p.frequency_penalty;
+    static_cast<SamplingKnobs&>(r) = p;
     // One draw for a random row, none for a greedy one: the host sampler's consumption.
     const bool greedy = p.temperature < 1e-5f || p.top_k == 1;
     r.uniform = greedy ? 0.0 : s.rng.uniform();

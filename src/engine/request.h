@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sampling_knobs.h"
 #include "model/runner.h"
 
 namespace tandem::engine {
@@ -19,14 +20,7 @@ namespace tandem::engine {
 using model::TokenId;
 using RequestId = uint64_t;
 
-struct SamplingParams {
-  float temperature = 1.0f;  // 0 = greedy
-  float top_p = 1.0f;
-  int top_k = 0;  // 0 = off
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;  // multiplicative, HF style; 1 = off
-  float presence_penalty = 0.0f;    // additive, OpenAI style
-  float frequency_penalty = 0.0f;
+struct SamplingParams : SamplingKnobs {
   int penalty_last_n = -1;         // tokens the penalties look back over; -1 = all
   std::optional<uint64_t> seed;    // same seed, same prompt, same text
   int top_logprobs = -1;           // -1: no logprobs; 0: sampled token only; n: top n too

@@ -663,13 +663,7 @@ void CudaRunner::upload_sampling(std::span<const RowSampling> rows,
         size_t(q.penalty_offset) + size_t(q.penalty_count) > penalty_tokens.size())
       fail(ErrorKind::kInvalidArgument, "forward_sample: row {} has a bad penalty window", r);
     cuda::SampleRow& d = sample_host_[r];
-    d.temperature = q.temperature;
-    d.top_p = q.top_p;
-    d.min_p = q.min_p;
-    d.top_k = q.top_k;
-    d.repetition_penalty = q.repetition_penalty;
-    d.presence_penalty = q.presence_penalty;
-    d.frequency_penalty = q.frequency_penalty;
+    static_cast<SamplingKnobs&>(d) = q;
     d.uniform = q.uniform;
     d.penalty_offset = int32_t(penalty_host_.size());
     // Distinct tokens in first-seen order, O(window): slot_of_[t] is t's entry when

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sampling_knobs.h"
+
 namespace tandem::model {
 
 using TokenId = int32_t;
@@ -49,14 +51,9 @@ struct KvLayout {
 // rules as engine::sample (src/engine/sampler.h): penalties, then temperature 0 (or
 // top_k 1) means argmax; otherwise temperature, top-k, top-p over what top-k kept, min-p,
 // and `uniform` mapped to a token through the order "larger logit first, then smaller id".
-struct RowSampling {
-  float temperature = 0.0f;
-  float top_p = 1.0f;
-  int32_t top_k = 0;  // 0 = off
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;  // over the whole window
-  float presence_penalty = 0.0f;    // over the output part of the window
-  float frequency_penalty = 0.0f;
+// The repetition penalty applies over the whole window, presence and frequency over its
+// output part.
+struct RowSampling : SamplingKnobs {
   double uniform = 0.0;  // the draw in [0, 1), taken by the caller from the sequence's RNG
   // The penalty window: penalty_tokens[penalty_offset, penalty_offset + penalty_count), the
   // last tokens of the sequence in order; its last `penalty_output` tokens are output tokens.

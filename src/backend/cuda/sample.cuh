@@ -15,16 +15,12 @@
 
 #include <cstdint>
 
+#include "core/sampling_knobs.h"
+
 namespace tandem::cuda {
 
-struct SampleRow {
-  float temperature = 0.0f;  // < 1e-5 (or top_k == 1): argmax, first maximal id
-  float top_p = 1.0f;        // (0, 1]
-  float min_p = 0.0f;        // [0, 1]
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  int32_t top_k = 0;                              // 0 = off
+// temperature below 1e-5 (or top_k 1): argmax, the first maximal id.
+struct SampleRow : SamplingKnobs {
   int32_t penalty_offset = 0, penalty_count = 0;  // entries of `penalties` for this row
   double uniform = 0.0;                           // the draw, in [0, 1)
 };

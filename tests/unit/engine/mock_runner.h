@@ -109,13 +109,7 @@ class MockRunner : public model::Runner {
       fill_row(next[k], row.data());
       const model::RowSampling& r = rows[k];
       SamplingParams p;
-      p.temperature = r.temperature;
-      p.top_p = r.top_p;
-      p.top_k = r.top_k;
-      p.min_p = r.min_p;
-      p.repetition_penalty = r.repetition_penalty;
-      p.presence_penalty = r.presence_penalty;
-      p.frequency_penalty = r.frequency_penalty;
+      static_cast<SamplingKnobs&>(p) = r;
       auto win = penalty_tokens.subspan(size_t(r.penalty_offset), size_t(r.penalty_count));
       auto prompt = win.first(size_t(r.penalty_count - r.penalty_output));
       auto output = win.last(size_t(r.penalty_output));
