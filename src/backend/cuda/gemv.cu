@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
@@ -92,6 +93,14 @@ void launch(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N
     launch_pdl(gemv_kernel<T, false>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K);
 }
 
+// launch<T> for the T in [1, kGemvMaxTokens] given at run time (Is = T - 1).
+template <int... Is>
+void launch_rows(std::integer_sequence<int, Is...>, int T, const bf16_t* X, int ldx,
+                 const bf16_t* W, bf16_t* Y, int ldy, int N, int K, bool swiglu,
+                 cudaStream_t stream) {
+  ((T == Is + 1 && (launch<Is + 1>(X, ldx, W, Y, ldy, N, K, swiglu, stream), true)) || ...);
+}
+
 }  // namespace
 
 bool pdl_enabled() {
@@ -109,34 +118,9 @@ bool pdl_enabled() {
 
 void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
           cudaStream_t stream, bool swiglu) {
-  switch (T) {
-    case 1:
-      launch<1>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 2:
-      launch<2>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 3:
-      launch<3>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 4:
-      launch<4>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 5:
-      launch<5>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 6:
-      launch<6>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 7:
-      launch<7>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    case 8:
-      launch<8>(X, ldx, W, Y, ldy, N, K, swiglu, stream);
-      break;
-    default:
-      cuda_fail("gemv", "T must be in [1, 8]", __FILE__, __LINE__);
-  }
+  if (T < 1 || T > kGemvMaxTokens) cuda_fail("gemv", "T must be in [1, 8]", __FILE__, __LINE__);
+  launch_rows(std::make_integer_sequence<int, kGemvMaxTokens>{}, T, X, ldx, W, Y, ldy, N, K,
+              swiglu, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

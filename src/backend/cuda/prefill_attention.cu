@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <type_traits>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
@@ -412,25 +413,16 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
   if (shape == PrefillShape::kW8R32 && smem_max < smem_bytes<128, 8, 2, kBcR32>())
     shape = PrefillShape::kW4R32;  // sm_86/89: 99 KB a block
   const float scale_log2 = scale * 1.4426950408889634f;
+  auto go = [&](auto hd_const) {
+    launch_hd<decltype(hd_const)::value>(shape, qkv, q_stride, positions, tiles, num_tiles, kv,
+                                         out, out_stride, G, Hkv, scale_log2, stream);
+  };
   switch (hd) {
-    case 16:
-      launch_hd<16>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
-                    Hkv, scale_log2, stream);
-      break;
-    case 32:
-      launch_hd<32>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
-                    Hkv, scale_log2, stream);
-      break;
-    case 64:
-      launch_hd<64>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
-                    Hkv, scale_log2, stream);
-      break;
-    case 128:
-      launch_hd<128>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
-                     Hkv, scale_log2, stream);
-      break;
-    default:
-      cuda_fail("prefill_attention", "unsupported head_dim", __FILE__, __LINE__);
+    case 16: go(std::integral_constant<int, 16>{}); break;
+    case 32: go(std::integral_constant<int, 32>{}); break;
+    case 64: go(std::integral_constant<int, 64>{}); break;
+    case 128: go(std::integral_constant<int, 128>{}); break;
+    default: cuda_fail("prefill_attention", "unsupported head_dim", __FILE__, __LINE__);
   }
   TANDEM_CUDA_CHECK_LAUNCH();
 }
