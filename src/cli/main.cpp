@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "core/crash.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/version.h"
@@ -17,6 +18,8 @@ std::vector<CommandInfo>& command_registry() {
 
 int main(int argc, char** argv) {
   using namespace tandem;
+  // A crash in any command (the server above all) prints its signal and backtrace.
+  install_crash_handler();
   CLI::App app{"tandem: a fast Qwen3 server in one binary"};
   app.set_version_flag("--version", std::string("tandem ") + TANDEM_VERSION);
   std::string log_level = "info";
