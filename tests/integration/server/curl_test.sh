@@ -21,7 +21,8 @@ trap 'rm -f /tmp/tandem_curl_body.$$' EXIT
 good_chat='{"model":"tiny","messages":[{"role":"user","content":"hi"}],"max_tokens":4,"temperature":0}'
 still_serving() {
   local s; s=$(req POST /v1/chat/completions "$good_chat")
-  [ "$s" = 200 ] && body | grep -q '"chat.completion"'
+  [ "$s" = 200 ] && body | grep -q '"chat.completion"' && return 0
+  echo "still_serving: got status '$s': $(body | head -c 300)"; return 1
 }
 
 # --- plain routes

@@ -37,7 +37,10 @@ export TANDEM_URL="http://127.0.0.1:$port"
 "$@"
 rc=$?
 if ! kill -0 "$pid" 2>/dev/null; then
-  echo "FAIL: the server died during the test"; tail -20 "$tmp/err.log"; rc=1
+  wait "$pid"; st=$?
+  # 128+N: killed by signal N (139: SIGSEGV); its backtrace is in the server log below.
+  echo "FAIL: the server died during the test (exit status $st)"; rc=1
 fi
-[ $rc -ne 0 ] && { echo "--- server log (tail) ---"; tail -20 "$tmp/err.log"; }
+# The server's own log, whole up to 300 lines (a crash report ends it), kept in ctest's log.
+[ $rc -ne 0 ] && { echo "--- server log (stderr, last 300 lines) ---"; tail -300 "$tmp/err.log"; }
 exit $rc
