@@ -40,9 +40,9 @@ void ThreadPool::run_chunks(uint32_t gen, int participant) {
     if (uint32_t(t >> 32) != gen) return;
     // Read the job before claiming: a successful claim proves it was still this job's.
     const auto* fn = fn_.load(std::memory_order_acquire);
-    const int64_t n = n_.load(std::memory_order_relaxed);
-    const int64_t chunk = chunk_.load(std::memory_order_relaxed);
-    const int64_t chunks = chunks_.load(std::memory_order_relaxed);
+    const int64_t n = n_.load(std::memory_order_acquire);
+    const int64_t chunk = chunk_.load(std::memory_order_acquire);
+    const int64_t chunks = chunks_.load(std::memory_order_acquire);
     const int64_t c = int64_t(t & 0xffffffffu);
     if (c >= chunks) return;
     if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel)) continue;
@@ -65,12 +65,22 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   const int64_t chunks = std::min<int64_t>(units, int64_t(size()) * 4);
   const int64_t chunk = (units + chunks - 1) / chunks * grain;
   const int64_t real_chunks = (n + chunk - 1) / chunk;
-  fn_.store(&fn, std::memory_order_relaxed);
-  n_.store(n, std::memory_order_relaxed);
-  chunk_.store(chunk, std::memory_order_relaxed);
-  chunks_.store(real_chunks, std::memory_order_relaxed);
-  done_.store(0, std::memory_order_relaxed);
-  const uint32_t gen = uint32_t(ticket_.load() >> 32) + 1;
+  // Close the last job's ticket before rewriting the fields. A participant may have read
+  // that ticket (all its chunks claimed) just before we write the new fields: if it then
+  // saw the new, larger chunk count, its claim on the unchanged old ticket would succeed and
+  // run a chunk that does not exist, counted in the new job's done_ (a chunk run twice, and
+  // this call returning while another still ran: the serve SIGSEGV in CPU attention).
+  // With the ticket moved to a closed generation first, that claim fails. The fields are
+  // stored with release and read with acquire, so whoever sees a new field also sees the
+  // closed ticket; generations go up by 2 (closed, then open) so that a worker which woke
+  // on the closed one still sees the open one as new.
+  const uint32_t gen = uint32_t(ticket_.load() >> 32) + 2;
+  ticket_.store((uint64_t(gen - 1) << 32) | 0xffffffffu, std::memory_order_seq_cst);
+  fn_.store(&fn, std::memory_order_release);
+  n_.store(n, std::memory_order_release);
+  chunk_.store(chunk, std::memory_order_release);
+  chunks_.store(real_chunks, std::memory_order_release);
+  done_.store(0, std::memory_order_release);
   ticket_.store(uint64_t(gen) << 32, std::memory_order_seq_cst);  // publishes the job
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(mu_);
