@@ -31,7 +31,8 @@ struct Engine::Impl {
   std::atomic<RequestId> next_id{1};
 
   mutable std::mutex stats_mu;
-  EngineStats stats;
+  EngineStats stats;  // guarded by stats_mu, as is `moving`
+  int moving = 0;     // requests taken from the inbox that `stats` does not count yet
 
   std::thread thread;
 
@@ -40,6 +41,7 @@ struct Engine::Impl {
     EngineStats s = core->stats();
     std::lock_guard lock(stats_mu);
     stats = s;
+    moving = 0;
   }
 };
 
@@ -53,11 +55,14 @@ void Engine::Impl::loop() {
       if (stop) break;
       in.swap(inbox);
       cn.swap(cancels);
+      std::lock_guard slock(stats_mu);
+      moving = int(in.size());
     }
     for (auto& p : in) core->add(p.id, std::move(p.req), std::move(p.handle));
     in.clear();
     for (RequestId id : cn) core->cancel(id);
     cn.clear();
+    publish_stats();  // the new requests count as waiting during the step
     try {
       core->step();
     } catch (const std::exception& e) {
@@ -116,9 +121,14 @@ void Engine::cancel(RequestId id) {
   impl_->cv.notify_one();
 }
 
+// The last step's snapshot, plus the requests submitted since that it does not count yet
+// (still in the inbox, or being moved into the core): they are waiting too.
 EngineStats Engine::stats() const {
-  std::lock_guard lock(impl_->stats_mu);
-  return impl_->stats;
+  std::unique_lock lock(impl_->mu);
+  std::lock_guard slock(impl_->stats_mu);
+  EngineStats s = impl_->stats;
+  s.waiting += int(impl_->inbox.size()) + impl_->moving;
+  return s;
 }
 
 int Engine::max_model_len() const {

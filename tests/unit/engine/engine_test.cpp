@@ -85,6 +85,37 @@ TEST(Engine, CancelFromAnotherThreadAndNotifier) {
   EXPECT_EQ(engine.stats().kv_usage, 0.0);
 }
 
+// Requests submitted while a step runs are counted as waiting right away, not only once
+// the engine thread has taken them in after that step.
+TEST(Engine, StatsCountRequestsNotYetTakenIn) {
+  auto runner = std::make_unique<MockRunner>(kVocab, 16, 64);
+  auto in_step = std::make_shared<std::atomic<bool>>(false);
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  runner->before_forward = [in_step, release] {
+    in_step->store(true);
+    while (!release->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  };
+  Engine engine(std::move(runner), test_options(8, 64));
+  auto first = engine.submit(greedy_request(make_prompt(1, 10, 1, kVocab), 2));
+  while (!in_step->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<std::shared_ptr<RequestHandle>> more;
+  for (int i = 0; i < 3; ++i)
+    more.push_back(engine.submit(greedy_request(make_prompt(2 + i, 10, 2 + i, kVocab), 2)));
+  // All four are visible: the three in the inbox as waiting, the first as waiting or
+  // running (the snapshot is taken as the step starts, before it is scheduled).
+  const EngineStats st = engine.stats();
+  EXPECT_GE(st.waiting, 3);
+  EXPECT_EQ(st.waiting + st.running, 4);
+  release->store(true);
+  for (auto& h : more) {
+    Event e;
+    while (h->next(e, std::chrono::seconds(30)) && e.kind != Event::Kind::kFinish) {
+    }
+    EXPECT_EQ(e.kind, Event::Kind::kFinish);
+  }
+  EXPECT_EQ(engine.stats().waiting, 0);
+}
+
 TEST(Engine, ShutdownCancelsUnfinishedRequests) {
   std::shared_ptr<RequestHandle> h;
   {
