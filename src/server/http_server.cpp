@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "server/peer_watch.h"
 
 namespace tandem::server {
 
@@ -36,7 +37,13 @@ struct Signal {
   net::steady_timer timer;
   bool pending = false;
   bool client_gone = false;
+  bool watching = false;  // the disconnect watch runs (drive() clears it when it stops)
 };
+
+void peer_gone(Signal& s) {
+  s.client_gone = true;
+  s.timer.cancel();
+}
 
 }  // namespace
 
@@ -145,20 +152,26 @@ struct HttpServer::Impl {
     co_return !ec;
   }
 
-  // Watches the socket while a generation runs: readable with nothing to read means the
-  // peer closed (or reset), so the generation is cancelled at once.
-  void watch_disconnect(std::shared_ptr<beast::tcp_stream> stream, std::shared_ptr<Signal> sig) {
+  // Watches the socket while a generation runs, so that a client that goes away has its
+  // generation cancelled at once. A completed wait only says "look": it can also be a stale
+  // readiness (the request's own bytes, already read), so the socket is peeked. Closed or
+  // reset: cancel. Idle: wait again. Data (a pipelined request): stop watching, the bytes
+  // stay for the next read. (Taking "readable with 0 bytes available" for a close made a
+  // loaded server drop a live request without a response: curl saw status 000.)
+  static void watch_disconnect(std::shared_ptr<beast::tcp_stream> stream,
+                               std::shared_ptr<Signal> sig) {
     auto& sock = stream->socket();
     sock.async_wait(tcp::socket::wait_read, [stream, sig](boost::system::error_code ec) {
-      if (ec == net::error::operation_aborted) return;
-      boost::system::error_code ec2;
-      size_t avail = stream->socket().available(ec2);
-      if (ec || ec2 || avail == 0) {
-        sig->client_gone = true;
-        sig->timer.cancel();
-      }
-      // Data available: a pipelined request; it stays in the socket for the next read.
+      if (ec == net::error::operation_aborted || !sig->watching) return;
+      const PeerState st =
+          ec ? PeerState::kClosed : peek_peer(stream->socket().native_handle());
+      if (st == PeerState::kIdle)
+        watch_disconnect(stream, sig);
+      else if (st == PeerState::kClosed)
+        peer_gone(*sig);
     });
+    // A close that landed before the wait was registered need not wake it: look now too.
+    if (peek_peer(sock.native_handle()) == PeerState::kClosed) peer_gone(*sig);
   }
 
   awaitable<void> wait(Signal& sig) {
@@ -179,6 +192,7 @@ struct HttpServer::Impl {
     Formatter& f = *r.fmt;
     std::vector<ChoiceDelta> deltas;
     bool done = false;
+    sig_ref.watching = true;
     watch_disconnect(stream_ptr, sig);
 
     if (!r.stream) {
@@ -190,6 +204,7 @@ struct HttpServer::Impl {
         done = g.poll(deltas);
         for (auto& d : deltas) f.delta(d);
       }
+      sig_ref.watching = false;
       stream.socket().cancel(ec);  // stop the watcher
       if (!done) {
         g.cancel();
@@ -209,6 +224,8 @@ struct HttpServer::Impl {
     stream.expires_after(std::chrono::seconds(60));
     co_await http::async_write_header(stream, sr, net::redirect_error(use_awaitable, ec));
     if (ec) {
+      sig_ref.watching = false;
+      stream.socket().cancel(ec);
       g.cancel();
       co_return false;
     }
@@ -233,6 +250,7 @@ struct HttpServer::Impl {
         out += f.finish(g.totals());
       }
     }
+    sig_ref.watching = false;
     stream.socket().cancel(ec);
     if (!done || sig_ref.client_gone) {
       g.cancel();
