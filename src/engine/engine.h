@@ -22,6 +22,11 @@ struct EngineOptions {
   int bulk_aging_steps = 256;          // a waiting bulk request ranks as interactive after this
   double kv_watermark = 0.01;          // fraction of KV blocks kept free when admitting prompts
   int sample_threads = 0;              // threads sampling the rows of a step; 0 = min(8, cores)
+  // Steps that decode carry prefill chunks only up to this many tokens in all, as long as
+  // every waiting prompt still gets its first token within ttft_target_ms (docs/ENGINE.md,
+  // "Holding prefill to a step size"). 0 = off: prefill fills max_num_batched_tokens.
+  int decode_step_tokens = 0;
+  double ttft_target_ms = 300;
 };
 
 struct EngineStats {

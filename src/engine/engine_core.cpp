@@ -26,6 +26,8 @@ SchedulerConfig scheduler_config(const EngineOptions& o, int num_blocks) {
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.bulk_aging_steps = o.bulk_aging_steps;
+  c.decode_step_tokens = o.decode_step_tokens;
+  c.ttft_target_ms = o.ttft_target_ms;
   if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
     fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);
   c.watermark_blocks = int(std::floor(o.kv_watermark * num_blocks));
@@ -125,6 +127,7 @@ void EngineCore::add(RequestId id, Request r, std::shared_ptr<RequestHandle> han
   Sequence* s = new_sequence(*rs, 0);
   s->arrival = arrivals_++;
   s->submit_step = step_;
+  s->submit_ms = now_ms();
   s->cls = policy::classify(rs->req.priority, s->num_prompt, opt_.bulk_prompt_threshold);
   s->forked = rs->req.n == 1;
   sched_.add_waiting(s);
@@ -202,6 +205,7 @@ void EngineCore::fork_samples(RequestState& rs, Sequence& parent, std::span<cons
     Sequence* c = new_sequence(rs, i);
     c->arrival = parent.arrival;
     c->submit_step = parent.submit_step;
+    c->submit_ms = parent.submit_ms;
     c->cls = parent.cls;
     c->promoted = parent.promoted;
     c->forked = true;
@@ -306,7 +310,7 @@ void EngineCore::prepare_row_sampling(const std::vector<Sequence*>& seqs) {
 void EngineCore::step() {
   if (requests_.empty()) return;
   const auto t0 = Clock::now();
-  const ScheduleOutput& plan = sched_.schedule(step_);
+  const ScheduleOutput& plan = sched_.schedule(step_, now_ms(), step_ms_);
   ++step_;
   const auto t1 = Clock::now();
   if (plan.seqs.empty()) {
@@ -394,6 +398,8 @@ void EngineCore::step() {
   last_.publish_us = us_between(t4, t5);
   last_.num_tokens = batch_.num_tokens();
   total_.add(last_);
+  const double ms = us_between(t0, t5) / 1000.0;
+  step_ms_ = step_ms_ > 0 ? 0.8 * step_ms_ + 0.2 * ms : ms;
   if (preempted) spdlog::debug("engine step {}: preempted {} sequences", step_, preempted);
   spdlog::debug(
       "engine step {}: {} seqs ({} decode), {} tokens; us: schedule {:.0f} prepare {:.0f} "

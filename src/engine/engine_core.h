@@ -6,6 +6,7 @@
 // One step: schedule -> build the ForwardBatch -> runner.forward -> sample each row that
 // completes a sequence's tokens -> append, check stops -> publish events to the handles ->
 // free finished sequences. Each phase is timed (StepTiming).
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <random>
@@ -85,6 +86,10 @@ class EngineCore {
   // each random row's draw from its sequence's RNG).
   void prepare_row_sampling(const std::vector<Sequence*>& seqs);
   void publish();
+  double now_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - epoch_)
+        .count();
+  }
 
   model::Runner& runner_;
   EngineOptions opt_;
@@ -114,6 +119,8 @@ class EngineCore {
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::mt19937_64 unseeded_;  // seeds for requests without a seed
   StepTiming last_, total_;
+  std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
+  double step_ms_ = 0;  // moving average of recent step times, for the TTFT target
 };
 
 }  // namespace tandem::engine

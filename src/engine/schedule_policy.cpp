@@ -1,5 +1,9 @@
 #include "engine/schedule_policy.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace tandem::engine::policy {
 
 int prefill_chunk(int num_computed, int num_tokens, int budget, int block_size) {
@@ -8,6 +12,23 @@ int prefill_chunk(int num_computed, int num_tokens, int budget, int block_size) 
   if (remaining <= budget) return remaining;
   const int end = (num_computed + budget) / block_size * block_size;
   return end > num_computed ? end - num_computed : 0;
+}
+
+PrefillRate::PrefillRate(double ttft_target_ms, double step_ms)
+    : target_ms_(ttft_target_ms), step_ms_(step_ms > 0 ? step_ms : 1.0) {}
+
+void PrefillRate::add(int tokens, double age_ms) {
+  ahead_ += tokens;
+  const double steps_left = std::max(1.0, std::floor((target_ms_ - age_ms) / step_ms_));
+  const double rate = std::ceil(double(ahead_) / steps_left);
+  need_ = int(std::min(std::max(rate, double(need_)), double(std::numeric_limits<int>::max())));
+}
+
+int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need) {
+  if (knee <= 0 || num_decodes == 0) return budget;
+  const int spare = knee - step_tokens;
+  if (spare <= 0 || need > spare) return budget;
+  return std::min(spare, budget);
 }
 
 SeqClass classify(Priority p, int prompt_len, int bulk_threshold) {

@@ -13,6 +13,29 @@ namespace tandem::engine::policy {
 // boundary (so every chunk but the last fills whole blocks); 0 when no boundary fits.
 int prefill_chunk(int num_computed, int num_tokens, int budget, int block_size);
 
+// The prefill rate (tokens per step) that finishes every pending prompt by its TTFT target
+// when taken in order (earliest deadline first over a FIFO queue): for each prompt, the
+// tokens of it and everything ahead of it, spread over the steps left before its target at
+// the current step time. A prompt already past its target needs all of that in one step.
+class PrefillRate {
+ public:
+  PrefillRate(double ttft_target_ms, double step_ms);
+  void add(int tokens, double age_ms);  // in scheduling order
+  int need() const { return need_; }
+
+ private:
+  double target_ms_, step_ms_;
+  long long ahead_ = 0;
+  int need_ = 0;
+};
+
+// Prefill tokens one step may carry. A step of up to `knee` tokens costs about what its
+// decodes alone cost (reading the weights dominates), so prefill chunks ride along almost for
+// free; beyond it every token adds compute. With decodes in the step and `need` (the
+// PrefillRate) within the spare room under the knee, prefill is held to that room; otherwise
+// (no decodes, knee off, or the targets need more) it gets the whole `budget`.
+int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need);
+
 // Bulk when asked for, or for kAuto when the prompt is longer than `bulk_threshold`.
 SeqClass classify(Priority p, int prompt_len, int bulk_threshold);
 

@@ -20,6 +20,8 @@ Scheduler::Scheduler(SchedulerConfig cfg, BlockManager& blocks) : cfg_(cfg), bm_
          "max_num_batched_tokens ({}) must be >= max_num_seqs ({}) so every decode fits a step",
          cfg_.max_num_batched_tokens, cfg_.max_num_seqs);
   if (cfg_.bulk_aging_steps < 0) fail(ErrorKind::kInvalidArgument, "bulk_aging_steps < 0");
+  if (cfg_.decode_step_tokens < 0 || !(cfg_.ttft_target_ms >= 0))
+    fail(ErrorKind::kInvalidArgument, "decode_step_tokens and ttft_target_ms must be >= 0");
 }
 
 void Scheduler::insert_running(Sequence* s) {
@@ -208,10 +210,27 @@ bool Scheduler::admit(Sequence* s, int& budget) {
   return true;
 }
 
+int Scheduler::prefill_allowance(int budget) const {
+  const int spare = cfg_.decode_step_tokens - out_.num_tokens;
+  if (cfg_.decode_step_tokens <= 0 || out_.num_decodes == 0 || spare <= 0 || spare >= budget)
+    return budget;
+  policy::PrefillRate rate(cfg_.ttft_target_ms, step_ms_);
+  auto add = [&](const Sequence* s) { rate.add(s->remaining(), now_ms_ - s->submit_ms); };
+  for (const Sequence* s : prefill_running_) add(s);
+  for (const auto& q : waiting_)
+    for (const Sequence* s : q) {
+      add(s);
+      if (rate.need() > spare) return budget;
+    }
+  return policy::prefill_allowance(budget, out_.num_tokens, out_.num_decodes,
+                                   cfg_.decode_step_tokens, rate.need());
+}
+
 void Scheduler::schedule_prefills(int& budget) {
   prefill_running_.clear();
   for (Sequence* s : running_)
     if (s->scheduled_tokens == 0 && s->remaining() > 1) prefill_running_.push_back(s);
+  budget = prefill_allowance(budget);
   // Merge the three ordered sources by priority: running prefills, waiting interactive,
   // waiting bulk. Admission stops at the first waiting sequence that does not fit.
   size_t r = 0;
@@ -242,8 +261,10 @@ void Scheduler::end_step() {
   out_.clear();
 }
 
-const ScheduleOutput& Scheduler::schedule(uint64_t step) {
+const ScheduleOutput& Scheduler::schedule(uint64_t step, double now_ms, double step_ms) {
   end_step();
+  now_ms_ = now_ms;
+  step_ms_ = step_ms;
   promote(step);
   preempt_for_interactive();
   int budget = cfg_.max_num_batched_tokens;

@@ -6,7 +6,10 @@
 // preempted for it; (3) every running sequence that decodes gets one token, in priority
 // order, preempting the lowest-priority newest sequences when blocks run out (possibly
 // itself); (4) prefill chunks (new prompts, continued long prompts, recomputed preempted
-// sequences) fill the rest of the token budget in priority order, in block multiples.
+// sequences) fill the rest of the token budget in priority order, in block multiples; with
+// `decode_step_tokens` set, a step that has decodes takes prefill only up to that size
+// while the waiting prompts can still meet their TTFT target that way (a step that small
+// costs about what its decodes cost alone, so the prompts ride along almost for free).
 // Preemption is by recompute: the victim drops its blocks (full ones stay in the prefix
 // cache) and waits again at its original place in the queue.
 //
@@ -28,6 +31,11 @@ struct SchedulerConfig {
   int max_num_batched_tokens = 4096;  // tokens in one step at most (>= max_num_seqs)
   int bulk_aging_steps = 256;         // steps after which a waiting bulk sequence is promoted
   int watermark_blocks = 0;           // blocks kept free when admitting new sequences
+  // Steps with decodes carry prefill only up to this many tokens in all while every pending
+  // prompt still gets its first token within ttft_target_ms (policy::prefill_allowance);
+  // 0 = off (prefill always fills the budget).
+  int decode_step_tokens = 0;
+  double ttft_target_ms = 300;
 };
 
 struct ScheduleOutput {
@@ -60,8 +68,9 @@ class Scheduler {
   // Takes a sequence out of the queues and releases its blocks (finish or cancel).
   void remove(Sequence* s);
 
-  // Plans the next step.
-  const ScheduleOutput& schedule(uint64_t step);
+  // Plans the next step. `now_ms` is the clock of Sequence::submit_ms; `step_ms` the recent
+  // step time (both only matter with decode_step_tokens).
+  const ScheduleOutput& schedule(uint64_t step, double now_ms = 0, double step_ms = 0);
   // Forgets the planned step (scheduled_tokens back to 0). Call once its results are
   // applied and before any of its sequences is destroyed.
   void end_step();
@@ -78,6 +87,7 @@ class Scheduler {
   void preempt_for_interactive();
   void schedule_decodes(int& budget);
   void schedule_prefills(int& budget);
+  int prefill_allowance(int budget) const;
   bool admit(Sequence* s, int& budget);             // false: stop admitting in this step
   bool continue_prefill(Sequence* s, int& budget);  // false: the budget is spent
   void preempt(Sequence* v);
@@ -92,6 +102,7 @@ class Scheduler {
   std::deque<Sequence*> waiting_[2];  // per rank, ordered by runs_before
   ScheduleOutput out_;
   SchedulerCounters counters_;
+  double now_ms_ = 0, step_ms_ = 0;
   std::vector<Sequence*> prefill_running_;  // scratch
   std::vector<BlockId> prefix_;             // scratch
 };

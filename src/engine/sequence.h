@@ -28,6 +28,7 @@ struct Sequence {
   int sample = 0;        // which of the request's n samples
   uint64_t arrival = 0;  // submit order of the request: older runs first, newer is preempted first
   uint64_t submit_step = 0;  // engine step at submit, for aging
+  double submit_ms = 0;      // engine clock at submit, for the TTFT target
   SeqClass cls = SeqClass::kInteractive;
   bool promoted = false;  // aged bulk, now ranked as interactive
   SeqStatus status = SeqStatus::kWaiting;

@@ -85,3 +85,46 @@ TEST(RunsBefore, PromotedBulkRanksWithInteractiveByAge) {
 
 }  // namespace
 }  // namespace tandem::engine
+
+namespace tandem::engine::policy {
+namespace {
+
+TEST(PrefillRate, SpreadsEachPromptAndWhatIsAheadOverItsStepsLeft) {
+  // 300 ms target, 10 ms steps.
+  PrefillRate r(300.0, 10.0);
+  EXPECT_EQ(r.need(), 0);
+  r.add(400, 0.0);  // 30 steps left: ceil(400 / 30)
+  EXPECT_EQ(r.need(), 14);
+  r.add(400, 100.0);  // 800 tokens ahead of its target in 20 steps
+  EXPECT_EQ(r.need(), 40);
+  r.add(16, 295.0);  // under one step left: everything up to it now
+  EXPECT_EQ(r.need(), 816);
+  r.add(10, 0.0);  // a newer prompt never lowers the rate
+  EXPECT_EQ(r.need(), 816);
+  PrefillRate late(300.0, 10.0);
+  late.add(50, 1000.0);  // past its target
+  EXPECT_EQ(late.need(), 50);
+  PrefillRate unknown_step(300.0, 0.0);  // no step measured yet: 1 ms steps
+  unknown_step.add(600, 0.0);
+  EXPECT_EQ(unknown_step.need(), 2);
+}
+
+TEST(PrefillAllowance, HoldsPrefillUnderTheKneeOnlyWhenTargetsAllow) {
+  struct Case {
+    int budget, step_tokens, decodes, knee, need, want;
+  } cases[] = {
+      {4000, 64, 64, 192, 100, 128},   // decodes + 128 prefill = the knee
+      {4000, 64, 64, 192, 128, 128},   // exactly what the targets need
+      {4000, 64, 64, 192, 129, 4000},  // targets need more: the whole budget
+      {4000, 0, 0, 192, 0, 4000},      // no decodes: nothing to ride along with
+      {4000, 64, 64, 0, 0, 4000},      // knee off
+      {4000, 200, 200, 192, 0, 4000},  // decodes alone past the knee
+      {100, 64, 64, 192, 10, 100},     // the budget is smaller than the room
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(prefill_allowance(c.budget, c.step_tokens, c.decodes, c.knee, c.need), c.want)
+        << c.budget << " " << c.step_tokens << " " << c.decodes << " " << c.knee << " " << c.need;
+}
+
+}  // namespace
+}  // namespace tandem::engine::policy

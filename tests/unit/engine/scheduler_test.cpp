@@ -239,3 +239,57 @@ TEST(Scheduler, ForkedSamplesEachReadTheirOwnContext) {
 
 }  // namespace
 }  // namespace tandem::engine::testing
+
+namespace tandem::engine::testing {
+namespace {
+
+// With decode_step_tokens (the knee) set, a prompt that arrives while another sequence
+// decodes rides along in block-sized chunks up to the knee, when its TTFT target allows
+// (here: a target far away); with a target already missed it takes the whole budget.
+Steps run_ride_along(double ttft_target_ms) {
+  EngineOptions opt = test_options(8, 64);
+  opt.decode_step_tokens = 32;
+  opt.ttft_target_ms = ttft_target_ms;
+  Harness h(kVocab, 16, 64, opt);
+  Request a = greedy_request(make_prompt(1, 20, 11, kVocab), 8);
+  Request b = greedy_request(make_prompt(2, 60, 12, kVocab), 3);
+  auto ha = h.submit(a);
+  Steps seen = {h.step()};  // no decodes yet: the whole budget
+  auto hb = h.submit(b);
+  while (h.core.has_work()) seen.push_back(h.step());
+  expect_reference(*ha, a);
+  expect_reference(*hb, b);
+  EXPECT_EQ(h.core.block_manager().num_used(), 0);
+  return seen;
+}
+
+TEST(Scheduler, PrefillRidesAlongDecodesUpToTheKnee) {
+  const Steps want = {
+      {"1@0+20"},
+      {"1@20+1", "2@0+16"},  // 1 decode + 31 spare tokens: one 16-token block
+      {"1@21+1", "2@16+16"},
+      {"1@22+1", "2@32+28"},  // the rest fits under the knee
+      {"1@23+1", "2@60+1"},
+      {"1@24+1", "2@61+1"},
+      {"1@25+1"},
+      {"1@26+1"},
+  };
+  EXPECT_EQ(run_ride_along(1e9), want);
+}
+
+TEST(Scheduler, PrefillTakesTheBudgetWhenItsTargetIsDue) {
+  const Steps want = {
+      {"1@0+20"},
+      {"1@20+1", "2@0+60"},
+      {"1@21+1", "2@60+1"},
+      {"1@22+1", "2@61+1"},
+      {"1@23+1"},
+      {"1@24+1"},
+      {"1@25+1"},
+      {"1@26+1"},
+  };
+  EXPECT_EQ(run_ride_along(0.0), want);
+}
+
+}  // namespace
+}  // namespace tandem::engine::testing
