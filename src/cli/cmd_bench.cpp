@@ -1,5 +1,6 @@
 // tandem bench: offline benchmark of the model forward on the CUDA backend (no HTTP, no
-// engine): batch-1 decode, prefill at several prompt lengths, batched decode. Each figure
+// engine): batch-1 decode, prefill at several prompt lengths, batched decode, and mixed steps
+// (a decode batch plus one prefill chunk, as the engine's scheduler builds them). Each figure
 // comes with its ratio to the GPU's ceilings (HBM bandwidth for decode, bf16 tensor-core
 // rate for prefill), measured on the project's H200: 4.24 TB/s and 777 TFLOP/s.
 #include <algorithm>
@@ -34,6 +35,9 @@ struct Opts {
   int decode_steps = 64;
   std::vector<int> prefill = {512, 4096, 32768};
   std::vector<int> batches = {8, 32, 64, 128, 256};
+  int mixed_decodes = 64, mixed_reps = 9;
+  bool mixed_vary = false, argmax = false;
+  std::vector<int> mixed_prefill = {0, 16, 32, 64, 96, 128, 160, 192, 256, 384, 512};
   double gpu_mem = 0.90;
   int gemv_max_tokens = 1;
   bool no_graphs = false;
@@ -45,6 +49,8 @@ struct Opts {
   int prompt_len = 400, output_len = 256, requests_per_client = 2;
   int shared_prefix = 0, question_len = 32;
   int max_num_batched_tokens = 8192, max_num_seqs = 256;
+  int decode_step_tokens = 0;
+  double ttft_target_ms = 300, ramp_ms = 0;
   std::string backend = "cuda";
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = 0;
@@ -62,6 +68,9 @@ int run_engine_mode(const Opts& o) {
   eo.question_len = o.question_len;
   eo.engine.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.engine.max_num_seqs = o.max_num_seqs;
+  eo.engine.decode_step_tokens = o.decode_step_tokens;
+  eo.engine.ttft_target_ms = o.ttft_target_ms;
+  eo.ramp_ms = o.ramp_ms;
   eo.temperature = o.temperature;
   eo.top_p = o.top_p;
   eo.top_k = o.top_k;
@@ -89,6 +98,14 @@ int run_engine_mode(const Opts& o) {
              o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
              o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
              runner->kv_layout().num_blocks);
+  const int knee = o.decode_step_tokens;
+  fmt::print("scheduling: {} tokens per step at most; {}; clients start {}\n",
+             o.max_num_batched_tokens,
+             knee > 0 ? fmt::format("decode steps carry prefill up to {} tokens while prompts "
+                                    "meet a {} ms TTFT target",
+                                    knee, o.ttft_target_ms)
+                      : std::string("prefill always fills the budget"),
+             o.ramp_ms > 0 ? fmt::format("over {} ms", o.ramp_ms) : std::string("together"));
   if (o.temperature > 0.0f)
     fmt::print("sampling: temperature {} top_p {} top_k {}, on the {}\n", o.temperature, o.top_p,
                o.top_k, o.host_sampling || !runner->supports_sampling() ? "host" : "runner (GPU)");
@@ -128,8 +145,12 @@ Costs costs_of(const tandem::model::ModelConfig& c) {
 }
 
 // Block ids: sequence s owns blocks [s * per_seq, (s + 1) * per_seq).
+// `scatter` (optional) maps those ids to others, e.g. spread over the whole cache as in an
+// engine that has been running a while.
 ForwardBatch make_batch(const std::vector<int>& prev_ctx, const std::vector<int>& new_rows,
-                        int block_size, int per_seq, tandem::Rng& rng) {
+                        int block_size, int per_seq, tandem::Rng& rng,
+                        const std::vector<int32_t>* scatter = nullptr) {
+  auto blk = [&](int64_t id) { return scatter ? int64_t((*scatter)[size_t(id)]) : id; };
   ForwardBatch b;
   b.query_start.push_back(0);
   b.max_blocks = per_seq;
@@ -138,13 +159,13 @@ ForwardBatch make_batch(const std::vector<int>& prev_ctx, const std::vector<int>
       const int p = prev_ctx[s] + i;
       b.tokens.push_back(int32_t(rng.next() % 151643));
       b.positions.push_back(p);
-      b.slot_mapping.push_back((int64_t(s) * per_seq + p / block_size) * block_size +
+      b.slot_mapping.push_back(blk(int64_t(s) * per_seq + p / block_size) * block_size +
                                p % block_size);
     }
     b.query_start.push_back(int(b.tokens.size()));
     b.context_lens.push_back(prev_ctx[s] + new_rows[s]);
     b.logit_rows.push_back(int(b.tokens.size()) - 1);
-    for (int i = 0; i < per_seq; ++i) b.block_tables.push_back(int32_t(s * per_seq + i));
+    for (int i = 0; i < per_seq; ++i) b.block_tables.push_back(int32_t(blk(s * per_seq + i)));
   }
   return b;
 }
@@ -169,7 +190,10 @@ class Bench {
   }
 
   void run_forward(const ForwardBatch& b) {
-    if (o_.host_logits) {
+    if (o_.argmax) {
+      tokens_.resize(b.logit_rows.size());
+      runner_->forward_greedy(b, tokens_);
+    } else if (o_.host_logits) {
       logits_.resize(b.logit_rows.size() * size_t(runner_->vocab_size()));
       runner_->forward(b, logits_);
     } else {
@@ -236,6 +260,51 @@ class Bench {
     rows_.push_back(r);
   }
 
+  // One step of B decodes (at `ctx` cached tokens) plus a P-token prefill chunk of a fresh
+  // sequence: the step the scheduler builds when prompts arrive during decoding. Its cost
+  // against P shows how many prefill tokens ride along with the decodes almost for free.
+  void mixed(int B, int ctx, int P) {
+    const int ps = per_seq(std::max(ctx + 129, P));  // room for --mixed-vary contexts
+    if (int64_t(B + 1) * ps > runner_->kv_layout().num_blocks) return;
+    std::vector<int> c(size_t(B), ctx), rows(size_t(B), 1);
+    if (P > 0) {
+      c.push_back(0);
+      rows.push_back(P);
+    }
+    std::vector<int32_t> scatter;
+    if (o_.mixed_vary) {  // blocks spread over the whole cache
+      scatter.resize(size_t(runner_->kv_layout().num_blocks));
+      for (size_t i = 0; i < scatter.size(); ++i) scatter[i] = int32_t(i);
+      for (size_t i = scatter.size() - 1; i > 0; --i)
+        std::swap(scatter[i], scatter[size_t(rng_.next() % (i + 1))]);
+    }
+    const auto* sc = o_.mixed_vary ? &scatter : nullptr;
+    for (int w = 0; w < 2; ++w) run_forward(make_batch(c, rows, bs_, ps, rng_, sc));
+    std::vector<double> times;
+    if (o_.mixed_vary)  // decode contexts spread over ctx +- 128, as in a running engine
+      for (int s = 0; s < B; ++s) c[size_t(s)] = std::max(1, ctx - 128 + (s * 37) % 256);
+    for (int i = 0; i < o_.mixed_reps; ++i) {
+      if (o_.mixed_vary && P > 0) rows.back() = std::max(1, P - (i % 8));  // a new size each step
+      auto b = make_batch(c, rows, bs_, ps, rng_, sc);
+      const double t0 = now_s();
+      run_forward(b);
+      times.push_back(now_s() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    const double dt = times[times.size() / 2];
+    Row r;
+    r.name = fmt::format("mixed b={} +{}", B, P);
+    r.ms = dt * 1e3;
+    r.tok_s = (B + P) / dt;
+    r.flops = 2.0 * (B + P) * costs_.linear_params + 2.0 * (B + (P > 0)) * costs_.lm_head_params +
+              B * double(ctx) * costs_.attn_flops_per_key +
+              costs_.attn_flops_per_key * (double(P) * (P + 1) / 2);
+    r.bytes = double(stats_.step_weight_bytes) + B * double(ctx) * costs_.kv_bytes_per_token;
+    r.ceiling = "bw";
+    r.ratio = r.bytes / dt / o_.bw_ceiling;
+    rows_.push_back(r);
+  }
+
   void run() {
     auto has = [&](const char* s) { return o_.sections.find(s) != std::string::npos; };
     if (has("decode1"))
@@ -246,6 +315,8 @@ class Bench {
       for (int B : o_.batches)
         decode(B, o_.context, std::max(8, o_.decode_steps / 4),
                fmt::format("decode b={} ctx={}", B, o_.context));
+    if (has("mixed"))
+      for (int P : o_.mixed_prefill) mixed(o_.mixed_decodes, o_.context, P);
   }
 
   void print() const {
@@ -296,6 +367,7 @@ class Bench {
   int bs_ = 16;
   tandem::Rng rng_{12345};
   std::vector<float> logits_;
+  std::vector<tandem::model::TokenId> tokens_;
   std::vector<Row> rows_;
 };
 
@@ -308,7 +380,7 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                                 "Checkpoint folder or synthetic:qwen3-{0.6b,1.7b,4b,8b,14b,32b}")
                      ->capture_default_str();
                  sub.add_flag("--json", o->json, "Print one JSON object instead of a table");
-                 sub.add_option("--sections", o->sections, "Comma list of decode1, prefill, batch")
+                 sub.add_option("--sections", o->sections, "Comma list of decode1, prefill, batch, mixed")
                      ->capture_default_str();
                  sub.add_option("--context", o->context, "Cached tokens before decode steps")
                      ->capture_default_str()
@@ -322,6 +394,24 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                  sub.add_option("--batches", o->batches, "Decode batch sizes")
                      ->delimiter(',')
                      ->check(CLI::Range(1, 4096));
+                 sub.add_option("--mixed-decodes", o->mixed_decodes,
+                                "Mixed section: decode rows of each step")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0, 4096));
+                 sub.add_option("--mixed-reps", o->mixed_reps,
+                                "Mixed section: timed steps per size (the median is shown)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(1, 100000));
+                 sub.add_flag("--mixed-vary", o->mixed_vary,
+                              "Mixed section: spread the decode contexts and the KV blocks, and "
+                              "change the chunk size every step, as in a running engine");
+                 sub.add_flag("--argmax", o->argmax,
+                              "Take the argmax on the GPU each step (as the engine's greedy "
+                              "steps do) instead of stopping at the logits");
+                 sub.add_option("--mixed-prefill", o->mixed_prefill,
+                                "Mixed section: prefill chunk sizes added to the decodes")
+                     ->delimiter(',')
+                     ->check(CLI::Range(0, 1 << 17));
                  sub.add_option("--gpu-memory-utilization", o->gpu_mem,
                                 "Share of GPU memory to use")
                      ->capture_default_str()
@@ -363,6 +453,20 @@ TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no
                                 "Engine mode: token budget of one step")
                      ->capture_default_str()
                      ->check(CLI::Range(16, 1 << 17));
+                 sub.add_option("--decode-step-tokens", o->decode_step_tokens,
+                                "Engine mode: steps with decodes take prefill up to this many "
+                                "tokens in all while prompts meet --ttft-target-ms (0: off)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0, 1 << 17));
+                 sub.add_option("--ttft-target-ms", o->ttft_target_ms,
+                                "Engine mode: first-token target that caps how long prompts ride "
+                                "along")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0.0, 1e7));
+                 sub.add_option("--ramp-ms", o->ramp_ms,
+                                "Engine mode: clients start spread over this window (0: together)")
+                     ->capture_default_str()
+                     ->check(CLI::Range(0.0, 1e7));
                  sub.add_option("--max-num-seqs", o->max_num_seqs,
                                 "Engine mode: sequences in one step at most")
                      ->capture_default_str()

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -94,10 +95,26 @@ class Level {
     std::vector<double> ttft, ttft_steady, itl;
     uint64_t out_tokens = 0;
     const auto t0 = Clock::now();
-    for (auto& c : clients) submit(c);
+    // Client i starts at i/C of the ramp (all at once without one).
+    std::vector<Clock::time_point> start(clients.size());
+    for (size_t i = 0; i < clients.size(); ++i)
+      start[i] = t0 + std::chrono::microseconds(int64_t(opt_.ramp_ms * 1000.0 * double(i) /
+                                                        double(clients.size())));
+    size_t started = 0;
+    auto start_due = [&] {
+      const auto now = Clock::now();
+      while (started < clients.size() && start[started] <= now) submit(clients[started++]);
+    };
+    start_due();
     int active = concurrency;
     std::vector<Event> evs;
     while (active > 0) {
+      start_due();
+      if (!core_->has_work()) {
+        TANDEM_CHECK(started < clients.size());  // else every client would be done
+        std::this_thread::sleep_until(start[started]);
+        continue;
+      }
       core_->step();
       const auto now = Clock::now();
       for (auto& c : clients) {
@@ -251,6 +268,7 @@ std::vector<EngineBenchRow> run_engine_bench(model::Runner& runner, const Engine
   if (opt.concurrency.empty()) fail(ErrorKind::kInvalidArgument, "no concurrency levels");
   for (int c : opt.concurrency)
     if (c < 1) fail(ErrorKind::kInvalidArgument, "concurrency {} < 1", c);
+  if (!(opt.ramp_ms >= 0)) fail(ErrorKind::kInvalidArgument, "ramp_ms must be >= 0");
   if (opt.output_len < 1 || opt.requests_per_client < 1)
     fail(ErrorKind::kInvalidArgument, "output_len and requests_per_client must be >= 1");
   if (opt.shared_prefix_len > 0 ? opt.question_len < 1 : opt.prompt_len < 1)

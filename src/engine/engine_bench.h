@@ -3,7 +3,7 @@
 // calls it with a real runner; tests call it with a mock.
 //
 // Throughput scenario, per concurrency C: C clients each send `requests_per_client`
-// requests one after another (random prompt of prompt_len tokens, output_len tokens with
+// requests one after another (starting together, or spread over `ramp_ms`) (random prompt of prompt_len tokens, output_len tokens with
 // EOS ignored, greedy unless `temperature` is set), each sending its next request as soon
 // as the last one finished.
 // Shared-prefix scenario (shared_prefix_len > 0): every prompt is one system prompt of
@@ -26,6 +26,9 @@ struct EngineBenchOptions {
   int prompt_len = 400;
   int output_len = 256;
   int requests_per_client = 2;
+  // Client i sends its first request i/C of the way into this window (0: all at once, the
+  // start-up burst); a closed loop started that way stays spread out, as real users are.
+  double ramp_ms = 0;
   int shared_prefix_len = 0;  // > 0: the shared-prefix scenario instead
   int question_len = 32;
   uint64_t seed = 1;

@@ -17,6 +17,8 @@ ap.add_argument("--concurrency", type=int, default=1)
 ap.add_argument("--requests", type=int, default=2)
 ap.add_argument("--prompt-len", type=int, default=400)
 ap.add_argument("--output-len", type=int, default=256)
+ap.add_argument("--ramp-ms", type=float, default=0.0,
+                help="client i starts i/C of the way into this window (0: all at once)")
 a = ap.parse_args()
 
 WORDS = ["alpha", "river", "stone", "cloud", "seven", "market", "quiet", "orange"]
@@ -57,6 +59,7 @@ def one(rng):
 
 def client(i):
     rng = random.Random(1000 + i)
+    time.sleep(a.ramp_ms / 1e3 * i / a.concurrency)
     for _ in range(a.requests):
         one(rng)
 

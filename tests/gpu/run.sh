@@ -62,10 +62,32 @@ for shape in 1 2 4; do
   part "bench_prefill_shape$shape" 200 env TANDEM_PREFILL_SHAPE=$shape "$BIN/tandem" bench \
     --model "$BENCH_MODEL" --sections prefill
 done
+# The cost of one step against the prefill tokens it carries beside 64 (128) decodes: what
+# a prompt arriving during decoding costs, and the step sizes where GEMMs change speed.
+part bench_mixed 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections mixed \
+  --mixed-decodes 64 --context 528
+part bench_mixed128 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections mixed \
+  --mixed-decodes 128 --context 528 --mixed-prefill 0,32,64,128,256
 # The serving engine over the CUDA runner: closed-loop clients (400-token prompts, 256 output
 # tokens, EOS ignored), then the shared 4k-token system prompt scenario (cold vs cached TTFT).
 part engine 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8,32,64,256 \
   --prompt-len 400 --output-len 256 --requests-per-client 2
+# The steady state of the closed loop: clients start spread over about one request's
+# duration (C=256: 4 requests each), then prefill held to a step size (KNEES="192 256",
+# --decode-step-tokens) against the default of filling the budget.
+part engine_ramp 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 32,64 \
+  --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700
+part engine_ramp256 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 5000
+for k in ${KNEES:-}; do
+  part "engine_ramp_k$k" 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
+    --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700 \
+    --decode-step-tokens "$k"
+done
+# Forward time of the real engine's steps by shape (debug step log; step_costs.py groups it).
+part engine_steps 200 "$BIN/tandem" --log-level debug bench --model "$BENCH_MODEL" \
+  --concurrency 64 --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 2700 \
+  --decode-step-tokens "${STEPS_KNEE:-0}"
 # cuBLASLt's timed choice instead of its first answer; GPU vs host sampling (C=64).
 part engine_tuned 200 env TANDEM_GEMM_TUNE=1 "$BIN/tandem" bench --model "$BENCH_MODEL" \
   --concurrency 64,256 --prompt-len 400 --output-len 256 --requests-per-client 2
@@ -118,12 +140,17 @@ for f in ncu ncu_b64; do
   grep -hE '^  [A-Za-z_].*\(|gpu__time_duration|dram__bytes_read' "$OUT/$f.log" 2>/dev/null \
     | sed -E 's/ +/ /g; s/^ (void )?//; s/\(.*//' | paste - - - | cut -c1-120 | head -16
 done
+[ -f "$OUT/engine_steps.log" ] && echo "--- engine_steps" &&
+  python3 "$(dirname "$0")/step_costs.py" "$OUT/engine_steps.log" 2>&1 | head -70 &&
+  grep -h "exact-shape\|out tok/s\|^random" "$OUT/engine_steps.log"
 [ -f "$OUT/ncu_engine.log" ] && echo "--- ncu_engine" &&
   python3 "$(dirname "$0")/ncu_steps.py" "$OUT/ncu_engine.log" 2>&1 | head -30
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl \
-  bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 \
-  bench_prefill_shape4 engine engine_tuned engine_sampled engine_sampled_host engine_prefix; do
-  [ -f "$OUT/$f.log" ] && echo "--- $f" && grep -vE "^\[" "$OUT/$f.log" | tail -n 20
+  bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
+  bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix; do
+  for g in "$OUT"/$f.log; do
+    [ -f "$g" ] && echo "--- $(basename "$g" .log)" && grep -vE "^\[" "$g" | tail -n 20
+  done
 done
 # At most 8 files come back from the GPU machine: pack the logs into one.
 (cd "$OUT" && tar czf logs.tgz ./*.log gpu.txt && rm -f ./*.log)

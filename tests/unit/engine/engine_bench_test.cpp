@@ -91,6 +91,28 @@ TEST(EngineBench, NullRunnerMeasuresTheEngineAlone) {
   EXPECT_THROW(make_null_runner(0, 16, 8, false), Error);
 }
 
+// Spread starts: client i starts i/C into the ramp, so the run cannot end before the last
+// client has started, every request still completes, and the engine idles (no step) while
+// no client has work.
+TEST(EngineBench, RampSpreadsClientStarts) {
+  MockRunner runner(1000, 16, 128);
+  EngineBenchOptions o;
+  o.concurrency = {4};
+  o.prompt_len = 9;
+  o.output_len = 3;
+  o.requests_per_client = 2;
+  o.ramp_ms = 80;
+  auto rows = run_engine_bench(runner, o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].output_tokens, uint64_t(4 * 2 * 3));
+  EXPECT_GE(rows[0].wall_s, 0.060);  // the last client starts 60 ms in
+  // The first client's two requests run alone before the second client starts (20 ms), so
+  // some steps carry a single sequence; started together, every step would carry several.
+  EXPECT_LT(rows[0].mean_step.num_seqs, 4);
+  o.ramp_ms = -1;
+  EXPECT_THROW(run_engine_bench(runner, o), Error);
+}
+
 TEST(EngineBench, RejectsBadOptions) {
   MockRunner runner(1000, 16, 8);  // 128 tokens of cache
   EngineBenchOptions o;
