@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -167,6 +168,13 @@ CudaRunner::~CudaRunner() {
                  gemm_->num_plans(), gemm_->tune_log().size(), first, best,
                  first > 0 ? 100.0 * (first - best) / first : 0.0);
   }
+  if (eager_steps_ > 0)
+    spdlog::info("cuda: {} eager steps: {:.0f} us to enqueue the body, {:.0f} us in all (mean)",
+                 eager_steps_, eager_enqueue_us_ / double(eager_steps_),
+                 eager_total_us_ / double(eager_steps_));
+  if (gemm_ && gemm_->exact_fallbacks() > 0)
+    spdlog::info("cuda: {} GEMM plans; {} products fell back to {} exact-shape algorithms",
+                 gemm_->num_plans(), gemm_->exact_fallbacks(), gemm_->num_exact_algos());
   for (auto& [b, g] : graphs_)
     if (g.exec) cudaGraphExecDestroy(g.exec);
   cudaFreeHost(meta_host_);
@@ -303,6 +311,7 @@ void CudaRunner::greedy_rows(int first, int rows) {
 void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   const int T = b.num_tokens(), S = b.num_seqs();
   if (T == S && run_graph(b, logits)) return;  // one row per sequence: a decode step
+  const auto t_start = std::chrono::steady_clock::now();
 
   // Leading one-row sequences (the scheduler puts decodes first) take the decode kernel, so
   // a step mixing decodes with a prefill chunk reads each KV head once per decode.
@@ -334,6 +343,7 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
                                     cudaMemcpyHostToDevice, stream_));
   const int splits = D ? cuda::decode_attention_splits(D, cfg_.num_key_value_heads, num_sms_) : 0;
   body(m, T, S, D, splits, int(tiles.size() / 4));
+  const auto t_enqueued = std::chrono::steady_clock::now();
 
   const int H = cfg_.hidden_size;
   const size_t R = b.logit_rows.size();
@@ -349,6 +359,10 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
     TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));  // lf_ is reused by the next chunk
   }
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const auto t_end = std::chrono::steady_clock::now();
+  ++eager_steps_;
+  eager_enqueue_us_ += std::chrono::duration<double, std::micro>(t_enqueued - t_start).count();
+  eager_total_us_ += std::chrono::duration<double, std::micro>(t_end - t_start).count();
 }
 
 // Pure decode steps of up to max_graph_batch sequences whose logits are wanted in row order:

@@ -152,6 +152,9 @@ class CudaRunner final : public Runner {
   char* gmeta_host_ = nullptr;
   size_t gmeta_cap_ = 0;
   int graphs_captured_ = 0;
+  // Eager steps: host time to enqueue the body's kernels, and the whole step (logged at exit).
+  uint64_t eager_steps_ = 0;
+  double eager_enqueue_us_ = 0, eager_total_us_ = 0;
 
   // Set during forward_greedy: argmax ids land in greedy_dev_, then in greedy_.
   std::span<TokenId> greedy_;

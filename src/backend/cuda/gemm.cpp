@@ -133,10 +133,17 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
   Plan& p = plan(X, W, Y, T, N, K, ldx, ldy, stream);
   cublasStatus_t st = run(p, p.algo, X, W, Y, stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
-    // The bucket's algorithm does not take this T: ask the library for this exact shape.
-    Plan exact = p;
-    choose(exact, X, W, Y, T, N, K, stream);
-    st = run(p, exact.algo, X, W, Y, stream);
+    // The bucket's algorithm does not take this T: the library's choice for this exact
+    // shape, asked once.
+    ++exact_fallbacks_;
+    const auto key = std::make_tuple(T, N, K, ldx, ldy);
+    auto it = exact_.find(key);
+    if (it == exact_.end()) {
+      Plan exact = p;
+      choose(exact, X, W, Y, T, N, K, stream);
+      it = exact_.emplace(key, exact.algo).first;
+    }
+    st = run(p, it->second, X, W, Y, stream);
   }
   TANDEM_CUBLAS_CHECK(st);
 }

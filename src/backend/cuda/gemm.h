@@ -51,6 +51,10 @@ class Gemm {
   // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set.
   static int bucket(int T);
   size_t num_plans() const { return plans_.size(); }
+  // Products whose bucket's algorithm refused their exact T, and the exact-shape algorithms
+  // chosen for them (each chosen once, then reused).
+  uint64_t exact_fallbacks() const { return exact_fallbacks_; }
+  size_t num_exact_algos() const { return exact_.size(); }
 
   struct TuneRecord {  // what the timing found for one plan (for `tandem bench`)
     int T, N, K, candidates;
@@ -79,6 +83,8 @@ class Gemm {
   Choice choice_ = Choice::kHeuristic;
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
   std::vector<TuneRecord> tune_log_;
+  std::map<std::tuple<int, int, int, int, int>, cublasLtMatmulAlgo_t> exact_;  // (T, N, K, ldx, ldy)
+  uint64_t exact_fallbacks_ = 0;
 };
 
 }  // namespace tandem::cuda
