@@ -15,6 +15,8 @@ Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
     : workspace_bytes_(workspace_bytes), gemv_max_tokens_(gemv_max_tokens) {
   if (const char* e = std::getenv("TANDEM_GEMM_TUNE"); e && std::string_view(e) == "1")
     choice_ = Choice::kTimed;
+  if (const char* e = std::getenv("TANDEM_GEMM_FIRST_T"); e && std::string_view(e) == "1")
+    query_first_t_ = true;
   TANDEM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   TANDEM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
 }
@@ -44,14 +46,7 @@ Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bflo
   auto it = plans_.find(key);
   if (it != plans_.end()) {
     Plan& p = it->second;
-    if (p.T != T) {  // same bucket, another T: only the n extent of B and C changes
-      const uint64_t cols = uint64_t(T);
-      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS,
-                                                           &cols, sizeof(cols)));
-      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_COLS,
-                                                           &cols, sizeof(cols)));
-      p.T = T;
-    }
+    set_cols(p, T);  // same bucket, maybe another T: only the n extent of B and C changes
     return p;
   }
   if (plans_.size() > (1u << 16)) fail(ErrorKind::kInternal, "gemm: too many distinct shapes");
@@ -66,8 +61,21 @@ Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bflo
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, T, ldx));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, T, ldy));
   p.T = T;
-  choose(p, X, W, Y, T, N, K, stream);
+  // The algorithm is chosen for the bucket's largest T: one chosen for the first T seen can
+  // tile rows so tightly that a slightly larger T of the same bucket needs a whole extra
+  // wave of tiles (H200: a 463-row step's GEMMs took 22.0 ms instead of 17.8).
+  choose(p, X, W, Y, T, N, K, stream, query_first_t_ ? T : bucket(T));
   return plans_.emplace(key, p).first->second;
+}
+
+void Gemm::set_cols(Plan& p, int T) {
+  if (p.T == T) return;
+  const uint64_t cols = uint64_t(T);
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+  p.T = T;
 }
 
 cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
@@ -77,10 +85,11 @@ cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const 
                         workspace_, workspace_bytes_, stream);
 }
 
-// The library's top candidates for this shape; outside graph capture each is timed on the
-// real operands (the result is recomputed by the caller) and the fastest is kept.
+// The library's top candidates for T_query rows (>= T); outside graph capture each is timed
+// on the real operands at T rows (the result is recomputed by the caller) and the fastest is
+// kept.
 void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y,
-                  int T, int N, int K, cudaStream_t stream) {
+                  int T, int N, int K, cudaStream_t stream, int T_query) {
   constexpr int kCandidates = 8;
   cublasLtMatmulPreference_t pref;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -88,9 +97,11 @@ void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_
       pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof(workspace_bytes_)));
   cublasLtMatmulHeuristicResult_t heur[kCandidates] = {};
   int found = 0;
+  set_cols(p, T_query);
   const cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(lt_, p.op, p.a, p.b, p.c, p.c, pref,
                                                            kCandidates, heur, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  set_cols(p, T);
   if (hs != CUBLAS_STATUS_SUCCESS || found == 0)
     fail(ErrorKind::kUnsupported, "cuBLASLt has no bf16 algorithm for T={} N={} K={}", T, N, K);
   p.algo = heur[0].algo;
@@ -140,7 +151,7 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
     auto it = exact_.find(key);
     if (it == exact_.end()) {
       Plan exact = p;
-      choose(exact, X, W, Y, T, N, K, stream);
+      choose(exact, X, W, Y, T, N, K, stream, T);
       it = exact_.emplace(key, exact.algo).first;
     }
     st = run(p, it->second, X, W, Y, stream);

@@ -48,7 +48,9 @@ class Gemm {
   void set_choice(Choice c) { choice_ = c; }
 
   // Plans are per (bucket of T, N, K, ldx, ldy): T rounds up to a bucket (exact up to 16,
-  // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set.
+  // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set. Each
+  // bucket's algorithm is the library's choice for the bucket's largest T, so no T in it
+  // needs more tiles than that.
   static int bucket(int T);
   size_t num_plans() const { return plans_.size(); }
   // Products whose bucket's algorithm refused their exact T, and the exact-shape algorithms
@@ -72,7 +74,8 @@ class Gemm {
   Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
              int ldx, int ldy, cudaStream_t stream);
   void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
-              int N, int K, cudaStream_t stream);
+              int N, int K, cudaStream_t stream, int T_query);
+  void set_cols(Plan& p, int T);  // the n extent (rows of X and Y) the layouts describe
   cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
                      const __nv_bfloat16* W, __nv_bfloat16* Y, cudaStream_t stream);
 
@@ -81,6 +84,7 @@ class Gemm {
   size_t workspace_bytes_ = 0;
   int gemv_max_tokens_ = 4;
   Choice choice_ = Choice::kHeuristic;
+  bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
   std::vector<TuneRecord> tune_log_;
   std::map<std::tuple<int, int, int, int, int>, cublasLtMatmulAlgo_t> exact_;  // (T, N, K, ldx, ldy)
