@@ -203,6 +203,20 @@ class Bench {
 
   int per_seq(int tokens) const { return (tokens + bs_ - 1) / bs_; }
 
+  // Median wall time of `reps` forwards, each over the batch make(i) builds before the clock.
+  template <class Make>
+  double median_s(int reps, Make make) {
+    std::vector<double> times;
+    for (int i = 0; i < reps; ++i) {
+      const ForwardBatch b = make(i);
+      const double t0 = now_s();
+      run_forward(b);
+      times.push_back(now_s() - t0);
+    }
+    std::sort(times.begin(), times.end());
+    return times[times.size() / 2];
+  }
+
   void decode(int B, int ctx, int steps, const std::string& name) {
     const int ps = per_seq(ctx + steps + 1);
     if (int64_t(B) * ps > runner_->kv_layout().num_blocks) {
@@ -239,15 +253,7 @@ class Bench {
     std::vector<int> zero = {0}, rows = {T};
     run_forward(make_batch(zero, {std::min(T, 512)}, bs_, ps, rng_));  // warm-up
     const int reps = T <= 1024 ? 5 : T <= 8192 ? 3 : 1;
-    std::vector<double> times;
-    for (int i = 0; i < reps; ++i) {
-      auto b = make_batch(zero, rows, bs_, ps, rng_);
-      const double t0 = now_s();
-      run_forward(b);
-      times.push_back(now_s() - t0);
-    }
-    std::sort(times.begin(), times.end());
-    const double dt = times[times.size() / 2];
+    const double dt = median_s(reps, [&](int) { return make_batch(zero, rows, bs_, ps, rng_); });
     Row r;
     r.name = fmt::format("prefill {}", T);
     r.ms = dt * 1e3;
@@ -262,7 +268,7 @@ class Bench {
 
   // One step of B decodes (at `ctx` cached tokens) plus a P-token prefill chunk of a fresh
   // sequence: the step the scheduler builds when prompts arrive during decoding. Its cost
-  // against P shows how many prefill tokens ride along with the decodes almost for free.
+  // against P is what a prompt costs the users decoding beside it.
   void mixed(int B, int ctx, int P) {
     const int ps = per_seq(std::max(ctx + 129, P));  // room for --mixed-vary contexts
     if (int64_t(B + 1) * ps > runner_->kv_layout().num_blocks) return;
@@ -280,18 +286,12 @@ class Bench {
     }
     const auto* sc = o_.mixed_vary ? &scatter : nullptr;
     for (int w = 0; w < 2; ++w) run_forward(make_batch(c, rows, bs_, ps, rng_, sc));
-    std::vector<double> times;
     if (o_.mixed_vary)  // decode contexts spread over ctx +- 128, as in a running engine
       for (int s = 0; s < B; ++s) c[size_t(s)] = std::max(1, ctx - 128 + (s * 37) % 256);
-    for (int i = 0; i < o_.mixed_reps; ++i) {
+    const double dt = median_s(o_.mixed_reps, [&](int i) {
       if (o_.mixed_vary && P > 0) rows.back() = std::max(1, P - (i % 8));  // a new size each step
-      auto b = make_batch(c, rows, bs_, ps, rng_, sc);
-      const double t0 = now_s();
-      run_forward(b);
-      times.push_back(now_s() - t0);
-    }
-    std::sort(times.begin(), times.end());
-    const double dt = times[times.size() / 2];
+      return make_batch(c, rows, bs_, ps, rng_, sc);
+    });
     Row r;
     r.name = fmt::format("mixed b={} +{}", B, P);
     r.ms = dt * 1e3;
