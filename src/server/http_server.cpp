@@ -5,6 +5,7 @@
 #include "server/http_server.h"
 
 #include <atomic>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -53,6 +54,15 @@ struct HttpServer::Impl {
   net::io_context ioc;
   tcp::acceptor acceptor{ioc};
   std::atomic<bool> stopping{false};
+  // The engine outlives the server (`tandem serve` destroys the server first) and keeps
+  // calling the notifiers of live requests while `ioc` shuts down. Every notifier posts
+  // through this gate, and ~HttpServer closes it before `ioc` is destroyed, so none touches
+  // a strand of a dead io_context; a notifier holds no executor of its own either.
+  struct Gate {
+    std::mutex mu;
+    bool open = true;  // guarded by mu
+  };
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
 
   Impl(Router& r, HttpServerOptions o) : router(r), opt(std::move(o)) {}
 
@@ -107,10 +117,13 @@ struct HttpServer::Impl {
                      std::move(req.body())};
 
       auto sig = std::make_shared<Signal>(co_await net::this_coro::executor);
-      auto ex = co_await net::this_coro::executor;
       std::weak_ptr<Signal> weak = sig;
-      auto notify = [ex, weak] {
-        net::post(ex, [weak] {
+      auto notify = [gate = gate, weak] {  // on the engine thread
+        std::lock_guard lock(gate->mu);
+        if (!gate->open) return;
+        auto s = weak.lock();
+        if (!s) return;
+        net::post(s->timer.get_executor(), [weak] {
           if (auto s = weak.lock()) {
             s->pending = true;
             s->timer.cancel();
@@ -291,6 +304,8 @@ HttpServer::HttpServer(Router& router, HttpServerOptions opt)
 
 HttpServer::~HttpServer() {
   stop();
+  std::lock_guard lock(impl_->gate->mu);  // no notifier posts from here on
+  impl_->gate->open = false;
 }
 
 int HttpServer::port() const {
