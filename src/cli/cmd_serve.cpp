@@ -44,6 +44,13 @@ TANDEM_COMMAND(
       sub.add_option("--max-num-batched-tokens", o->host.max_num_batched_tokens,
                      "Tokens (prefill chunks + decodes) in one engine step at most")
           ->check(CLI::Range(16, 1 << 17));
+      sub.add_option("--decode-step-tokens", o->host.decode_step_tokens,
+                     "Steps with decodes take prompt chunks only up to this many tokens in all "
+                     "while prompts still meet --ttft-target-ms (0: off)")
+          ->check(CLI::Range(0, 1 << 17));
+      sub.add_option("--ttft-target-ms", o->host.ttft_target_ms,
+                     "First-token target that lifts the --decode-step-tokens cap")
+          ->check(CLI::Range(0.0, 1e7));
       sub.add_option("--threads", o->host.threads, "CPU backend threads (0: all cores)")
           ->check(CLI::Range(0, 1024));
       sub.add_option("--gpu-memory-utilization", o->host.gpu_memory_utilization,

@@ -86,6 +86,8 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
   eo.max_num_seqs = opt.max_num_seqs;
   eo.max_num_batched_tokens = std::max(opt.max_num_batched_tokens, opt.max_num_seqs);
   eo.max_model_len = opt.max_model_len;
+  eo.decode_step_tokens = opt.decode_step_tokens;
+  eo.ttft_target_ms = opt.ttft_target_ms;
   for (int id : ctx.model.config->eos_token_ids) eo.eos_ids.push_back(id);
   for (const char* t : {"<|im_end|>", "<|endoftext|>"})
     if (auto id = ctx.tok->find_token(t)) eo.eos_ids.push_back(*id);
