@@ -211,19 +211,20 @@ bool Scheduler::admit(Sequence* s, int& budget) {
 }
 
 int Scheduler::prefill_allowance(int budget) const {
-  const int spare = cfg_.decode_step_tokens - out_.num_tokens;
-  if (cfg_.decode_step_tokens <= 0 || out_.num_decodes == 0 || spare <= 0 || spare >= budget)
-    return budget;
+  auto allowance = [&](int need) {
+    return policy::prefill_allowance(budget, out_.num_tokens, out_.num_decodes,
+                                     cfg_.decode_step_tokens, need);
+  };
+  const int room = allowance(0);  // the most it could hold prefill to
+  if (room >= budget) return budget;  // nothing to hold back: skip the queue walk
   policy::PrefillRate rate(cfg_.ttft_target_ms, step_ms_);
-  auto add = [&](const Sequence* s) { rate.add(s->remaining(), now_ms_ - s->submit_ms); };
-  for (const Sequence* s : prefill_running_) add(s);
+  for (const Sequence* s : prefill_running_) rate.add(s->remaining(), now_ms_ - s->submit_ms);
   for (const auto& q : waiting_)
     for (const Sequence* s : q) {
-      add(s);
-      if (rate.need() > spare) return budget;
+      rate.add(s->remaining(), now_ms_ - s->submit_ms);
+      if (rate.need() > room) return budget;  // the targets need more: no cap
     }
-  return policy::prefill_allowance(budget, out_.num_tokens, out_.num_decodes,
-                                   cfg_.decode_step_tokens, rate.need());
+  return allowance(rate.need());
 }
 
 void Scheduler::schedule_prefills(int& budget) {
