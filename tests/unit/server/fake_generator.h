@@ -11,6 +11,16 @@
 
 namespace tandem::server::testing {
 
+// The context the server tests share: `gen` behind the routes, the model served as "tiny".
+inline ServerContext test_context(Generator& gen, std::shared_ptr<const tok::Tokenizer> tok) {
+  ServerContext ctx;
+  ctx.gen = &gen;
+  ctx.tok = std::move(tok);
+  ctx.model.names = {"tiny"};
+  ctx.model.source = "test";
+  return ctx;
+}
+
 class FakeGenerator : public Generator {
  public:
   using Script = std::function<std::vector<engine::TokenId>(const engine::Request&)>;

@@ -22,12 +22,9 @@ std::shared_ptr<const tok::Tokenizer> tokenizer() {
 struct Harness {
   FakeGenerator fake;
   ServerContext ctx;
-  explicit Harness(FakeGenerator::Script s, int max_len = 4096) : fake(std::move(s), max_len) {
-    ctx.gen = &fake;
-    ctx.tok = tokenizer();
-    ctx.model.names = {"tiny"};
-    ctx.model.source = "test";
-  }
+  explicit Harness(FakeGenerator::Script s, int max_len = 4096)
+      : fake(std::move(s), max_len),
+        ctx(tandem::server::testing::test_context(fake, tokenizer())) {}
   // Runs a request to the end; returns the formatter's bytes (stream) or body.
   std::string run(const GenRequest& r, Generation** out_gen = nullptr) {
     gen = std::make_unique<Generation>(ctx, r);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fake_generator.h"
 #include "server/http_server.h"
 #include "server/router.h"
 
@@ -100,11 +101,7 @@ TEST(HttpServer, StopsCleanlyWhileTheEngineKeepsPublishingToLiveStreams) {
   const engine::TokenId token = tok->encode("hello", true).at(0);
   for (int round = 0; round < 20; ++round) {
     BusyGenerator gen;  // outlives the server, as the engine does in `tandem serve`
-    ServerContext ctx;
-    ctx.gen = &gen;
-    ctx.tok = tok;
-    ctx.model.names = {"tiny"};
-    ctx.model.source = "test";
+    ServerContext ctx = tandem::server::testing::test_context(gen, tok);
     Router router(ctx);
     gen.start(token);
     std::vector<int> clients;

@@ -72,11 +72,7 @@ TEST(RouterFuzz, DamagedBodiesGetA4xxOrRunToTheEnd) {
   auto tok = tok::load_tokenizer("");
   FakeGenerator fake(
       [&](const engine::Request&) { return tok->encode("ok <tool_call>{\"name\"", true); }, 512);
-  ServerContext ctx;
-  ctx.gen = &fake;
-  ctx.tok = tok;
-  ctx.model.names = {"tiny"};
-  ctx.model.source = "test";
+  ServerContext ctx = tandem::server::testing::test_context(fake, tok);
   Router router(ctx);
   const json bodies[] = {
       json::parse(R"({"model":"tiny","messages":[{"role":"system","content":"s"},{"role":"user",
