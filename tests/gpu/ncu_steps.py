@@ -33,6 +33,8 @@ def main(path):
     head = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
     cols = rows[head]
     k_name, k_time = cols.index("Kernel Name"), cols.index("gpu__time_duration.sum")
+    k_bytes = cols.index("dram__bytes_read.sum") if "dram__bytes_read.sum" in cols else None
+    k_grid = cols.index("launch__grid_size") if "launch__grid_size" in cols else None
     steps, cur = [], []
     unit = 1e-3  # --print-units base: nanoseconds
     for r in rows[head + 1:]:
@@ -46,28 +48,56 @@ def main(path):
             unit = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3,
                     "msecond": 1e3}.get(u, unit)
             continue
-        cur.append((r[k_name], t * unit))
+        extra = {}
+        if k_bytes is not None:
+            try:
+                extra["bytes"] = float(r[k_bytes].replace(",", ""))
+            except ValueError:
+                pass
+        if k_grid is not None:
+            extra["grid"] = r[k_grid]
+        cur.append((r[k_name], t * unit, extra))
         if family(r[k_name]) == "pick":
             steps.append(cur)
             cur = []
     if steps:
         steps = steps[1:]  # the first may have started before the profiled range
     print(f"{len(steps)} complete steps")
-    for i, st in enumerate(steps[:8]):
+    for i, st in enumerate(steps[:40]):
         fam = defaultdict(float)
-        for n, t in st:
+        for n, t, _ in st:
             fam[family(n)] += t
         kind = "mixed" if fam.get("prefill_attn") else "decode"
         parts = "  ".join(f"{k} {v / 1000:.2f}" for k, v in sorted(fam.items(), key=lambda x: -x[1]))
-        print(f"step {i}: {kind:6s} {len(st):4d} kernels, {sum(t for _, t in st) / 1000:.2f} ms: {parts}")
+        print(f"step {i}: {kind:6s} {len(st):4d} kernels, {sum(t for _, t, _ in st) / 1000:.2f} ms: {parts}")
     top = defaultdict(lambda: [0, 0.0])
     for st in steps:
-        for n, t in st:
+        for n, t, _ in st:
             top[n[:70]][0] += 1
             top[n[:70]][1] += t
     print("kernels by total time over those steps (count, ms):")
     for n, (c, t) in sorted(top.items(), key=lambda x: -x[1][1])[:14]:
         print(f"  {c:5d} {t / 1000:8.2f}  {n}")
+
+    if k_bytes is not None or k_grid is not None:
+        gemm_detail(steps)
+
+
+def gemm_detail(steps):
+    """Each step's GEMM kernels grouped by name and grid: time and DRAM read rate."""
+    for i, st in enumerate(steps[:40]):
+        groups = defaultdict(lambda: [0, 0.0, 0.0])
+        for n, t, ex in st:
+            if family(n) != "gemm":
+                continue
+            g = groups[(n[:60], ex.get("grid", "?"))]
+            g[0] += 1
+            g[1] += t
+            g[2] += ex.get("bytes", 0.0)
+        print(f"step {i} GEMMs (count, ms, TB/s read, grid, kernel):")
+        for (n, grid), (c, t, b) in sorted(groups.items(), key=lambda x: -x[1][1])[:8]:
+            rate = b / (t * 1e-6) / 1e12 if t else 0.0
+            print(f"  {c:4d} {t / 1000:7.2f} {rate:5.2f} {grid:>6s}  {n}")
 
 
 if __name__ == "__main__":

@@ -118,6 +118,17 @@ if command -v ncu >/dev/null; then
     "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 --prompt-len 400 \
     --output-len 256 --requests-per-client 2
 fi
+# Kernel time and DRAM read rate of mixed steps (64 decodes + P prompt tokens, P=0 is the
+# decode graph) and of a 4,096-token prefill step, GEMMs grouped by kernel and grid.
+if command -v ncu >/dev/null; then
+  part ncu_mixed 300 ncu --clock-control none --print-units base --csv --page raw \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
+    "$BIN/tandem" bench --model "$BENCH_MODEL" --sections mixed --mixed-decodes 64 \
+    --context 528 --mixed-prefill ${NCU_MIXED_P:-0,64,128,192,400} --mixed-reps 1 --argmax
+  part ncu_prefill 200 ncu --clock-control none --print-units base --csv --page raw \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size \
+    "$BIN/tandem" bench --model "$BENCH_MODEL" --sections prefill --prefill 4096 --argmax
+fi
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
   # Every kernel test but the timings (slow under the tools); shared-memory races in the
   # attention and sampling kernels.
@@ -143,8 +154,9 @@ done
 [ -f "$OUT/engine_steps.log" ] && echo "--- engine_steps" &&
   python3 "$(dirname "$0")/step_costs.py" "$OUT/engine_steps.log" 2>&1 | head -70 &&
   grep -h "exact-shape\|out tok/s\|^random" "$OUT/engine_steps.log"
-[ -f "$OUT/ncu_engine.log" ] && echo "--- ncu_engine" &&
-  python3 "$(dirname "$0")/ncu_steps.py" "$OUT/ncu_engine.log" 2>&1 | head -30
+for f in ncu_engine ncu_mixed ncu_prefill; do
+  [ -f "$OUT/$f.log" ] && echo "--- $f" && python3 "$(dirname "$0")/ncu_steps.py" "$OUT/$f.log" 2>&1 | head -${NCU_LINES:-60}
+done
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl \
   bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
   bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix; do

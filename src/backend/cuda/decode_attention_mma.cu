@@ -51,20 +51,31 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   const int ntiles = t1 > t0 ? (t1 - t0 + kTile - 1) / kTile : 0;
   const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
 
+  // Each thread copies one 16-byte chunk column c of every (kWarps*32/CH)-th key of a tile.
+  // Block sizes are powers of two in practice: a shift and a mask find a key's slot there
+  // (a division per key made the address math cost more issue slots than the math on keys).
+  const int c = threadIdx.x % CH;
+  constexpr int kKeyStep = kWarps * 32 / CH;
+  const int bs = kv.block_size;
+  const bool pow2 = (bs & (bs - 1)) == 0;
+  const int bs_shift = __ffs(bs) - 1;
+  const bf16_t* kbase = kv.k + size_t(kvh) * HD + c * 8;
+  const bf16_t* vbase = kv.v + size_t(kvh) * HD + c * 8;
   auto load_tile = [&](int j, int stage) {
-    bf16_t* ks = Ks + stage * kTile * LD;
-    bf16_t* vs = Vs + stage * kTile * LD;
-    for (int i = threadIdx.x; i < kTile * CH; i += kWarps * 32) {
-      const int key = i / CH, c = i % CH;
+    bf16_t* ks = Ks + stage * kTile * LD + c * 8;
+    bf16_t* vs = Vs + stage * kTile * LD + c * 8;
+#pragma unroll
+    for (int key = threadIdx.x / CH; key < kTile; key += kKeyStep) {
       const int tok = t0 + j * kTile + key;
       const bool ok = tok < t1;
       size_t off = 0;
       if (ok) {
-        const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
-        off = (size_t(slot) * Hkv + kvh) * HD + c * 8;
+        const int blk = pow2 ? tok >> bs_shift : tok / bs;
+        const int in = pow2 ? tok & (bs - 1) : tok % bs;
+        off = (size_t(bt[blk]) * bs + in) * size_t(Hkv * HD);
       }
-      cp_async16(ks + key * LD + c * 8, kv.k + off, ok);
-      cp_async16(vs + key * LD + c * 8, kv.v + off, ok);
+      cp_async16(ks + key * LD, kbase + off, ok);
+      cp_async16(vs + key * LD, vbase + off, ok);
     }
   };
 
