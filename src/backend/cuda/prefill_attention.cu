@@ -132,6 +132,9 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
 
   // Cache slot of each chunk this thread copies for the tile in flight (-1: past kend, zero).
   const int32_t* bt = kv.block_tables + size_t(seq) * kv.max_blocks;
+  const int bs = kv.block_size;
+  const bool pow2 = (bs & (bs - 1)) == 0;  // block sizes are powers of two in practice
+  const int bs_shift = __ffs(bs) - 1;
   int slot[KI];
   auto find_slots = [&](int kt) {
 #pragma unroll
@@ -140,7 +143,8 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
       const int tok = kt + i / CH;
       slot[it] = -1;
       if (i < BC * CH && tok < kend)
-        slot[it] = bt[tok / kv.block_size] * kv.block_size + tok % kv.block_size;
+        slot[it] = pow2 ? (bt[tok >> bs_shift] << bs_shift) | (tok & (bs - 1))
+                        : bt[tok / bs] * bs + tok % bs;
     }
   };
   auto copy_tile = [&](bf16_t* dst, const bf16_t* src) {
