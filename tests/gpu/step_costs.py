@@ -22,3 +22,17 @@ for (d, p), v in sorted(groups.items()):
         continue
     print(f"{d:>5}-{d + 7:<2} {p:>9} {len(v):>6} {sum(x for x, _ in v) / len(v) / 1e3:>8.2f} "
           f"{sum(u for _, u in v) / len(v):>9.2f}")
+
+# The whole run: how the forward time splits between decode-only and mixed steps.
+kinds = collections.defaultdict(lambda: [0, 0.0, 0, 0])  # steps, forward us, decodes, prefill
+for (d, p), v in groups.items():
+    k = kinds["mixed" if p else "decode-only"]
+    for fwd, _ in v:
+        k[0] += 1
+        k[1] += fwd
+        k[2] += d + 4
+        k[3] += p
+total = sum(k[1] for k in kinds.values()) or 1.0
+for name, (n, fwd, dec, pre) in sorted(kinds.items()):
+    print(f"{name:>11}: {n} steps, {fwd / n / 1e3:.2f} ms mean, {fwd / total:.0%} of forward time, "
+          f"~{dec / n:.0f} decodes and <= {pre / n:.0f} prompt tokens a step")
