@@ -142,7 +142,7 @@ echo
 echo "================ summary ================"
 printf '%s\n' "${summary[@]}"
 grep -hE '^\[ +(FAILED|PASSED) +\]' "$OUT/kernels.log" "$OUT/model.log" | sort | uniq -c | head -30
-grep -hE '^\[ (sample|perf) \]' "$OUT/kernels.log" | head -16
+grep -hE '^\[ (sample|perf) \]' "$OUT/kernels.log" | head -28
 grep -h '^\[ model \]' "$OUT/model.log"
 grep -hE 'Failure|error|Expected|Which is|actual' "$OUT/kernels.log" "$OUT/model.log" | head -20
 grep -hE 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/memcheck.log" "$OUT/racecheck.log" 2>/dev/null
