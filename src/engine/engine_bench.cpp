@@ -90,6 +90,8 @@ class Level {
   EngineBenchRow run(int concurrency) {
     const auto base_steps = core_->steps();
     const auto base_timing = core_->total_timing();
+    const auto base_decode_only = core_->decode_only_timing();
+    const auto base_decode_only_steps = core_->decode_only_steps();
     const auto base_stats = core_->stats();
     std::vector<Client> clients(static_cast<size_t>(concurrency));
     std::vector<double> ttft, ttft_steady, itl;
@@ -177,6 +179,15 @@ class Level {
     row.mean_step.num_decodes = int(double(t.num_decodes - base_timing.num_decodes) / n);
     const double total = row.mean_step.total_us();
     row.engine_cpu_fraction = total > 0 ? row.mean_step.cpu_us() / total : 0;
+    row.decode_only_steps = core_->decode_only_steps() - base_decode_only_steps;
+    row.prompt_steps = row.steps - row.decode_only_steps;
+    const double fwd_all = t.forward_us - base_timing.forward_us;
+    const double fwd_dec = core_->decode_only_timing().forward_us - base_decode_only.forward_us;
+    if (row.decode_only_steps)
+      row.decode_only_forward_ms = fwd_dec / 1e3 / double(row.decode_only_steps);
+    if (row.prompt_steps)
+      row.prompt_step_forward_ms = (fwd_all - fwd_dec) / 1e3 / double(row.prompt_steps);
+    row.prompt_forward_share = fwd_all > 0 ? (fwd_all - fwd_dec) / fwd_all : 0;
     return row;
   }
 
@@ -314,6 +325,13 @@ std::string format_engine_bench(const std::vector<EngineBenchRow>& rows) {
         r.scenario, r.concurrency, m.num_seqs, m.num_tokens, m.schedule_us, m.prepare_us,
         m.forward_us, m.sample_us, m.publish_us, 100.0 * r.engine_cpu_fraction, r.preemptions);
   }
+  s += fmt::format("\nsteps with prompt tokens against decode-only steps (forward time)\n"
+                   "{:<14} {:>5} {:>9} {:>10} {:>9} {:>10} {:>12}\n",
+                   "scenario", "C", "w/prompt", "ms each", "dec-only", "ms each", "prompt fwd%");
+  for (const auto& r : rows)
+    s += fmt::format("{:<14} {:>5} {:>9} {:>10.2f} {:>9} {:>10.2f} {:>12.1f}\n", r.scenario,
+                     r.concurrency, r.prompt_steps, r.prompt_step_forward_ms, r.decode_only_steps,
+                     r.decode_only_forward_ms, 100.0 * r.prompt_forward_share);
   return s;
 }
 

@@ -52,6 +52,10 @@ struct EngineBenchRow {
   double cold_ttft_ms = 0;     // shared-prefix: the first request, empty cache
   double prefix_hit_rate = 0;  // prompt tokens served from the cache / prompt tokens
   uint64_t steps = 0, preemptions = 0;
+  // Steps that carried prompt tokens (prefill chunks, alone or beside decodes) against the
+  // decode-only ones: how many, their mean forward time, and their share of forward time.
+  uint64_t prompt_steps = 0, decode_only_steps = 0;
+  double prompt_step_forward_ms = 0, decode_only_forward_ms = 0, prompt_forward_share = 0;
   StepTiming mean_step;            // per-phase mean over steps, microseconds
   double engine_cpu_fraction = 0;  // (schedule+prepare+sample+publish) / step time
 };

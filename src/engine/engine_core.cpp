@@ -398,6 +398,10 @@ void EngineCore::step() {
   last_.publish_us = us_between(t4, t5);
   last_.num_tokens = batch_.num_tokens();
   total_.add(last_);
+  if (last_.num_tokens > 0 && last_.num_tokens == last_.num_decodes) {
+    decode_only_.add(last_);
+    ++decode_only_steps_;
+  }
   const double ms = us_between(t0, t5) / 1000.0;
   step_ms_ = step_ms_ > 0 ? 0.8 * step_ms_ + 0.2 * ms : ms;
   if (preempted) spdlog::debug("engine step {}: preempted {} sequences", step_, preempted);

@@ -64,6 +64,10 @@ class EngineCore {
   EngineStats stats() const;
   const StepTiming& last_timing() const { return last_; }
   const StepTiming& total_timing() const { return total_; }
+  // The same sums over the steps that carried no prompt tokens (every row a decode), so a
+  // benchmark can tell what the steps that carry prompts cost against the others.
+  const StepTiming& decode_only_timing() const { return decode_only_; }
+  uint64_t decode_only_steps() const { return decode_only_steps_; }
   const model::ForwardBatch& last_batch() const { return batch_; }
   const BlockManager& block_manager() const { return bm_; }
   const Scheduler& scheduler() const { return sched_; }
@@ -118,7 +122,8 @@ class EngineCore {
   uint64_t step_ = 0, next_seq_id_ = 1, arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::mt19937_64 unseeded_;  // seeds for requests without a seed
-  StepTiming last_, total_;
+  StepTiming last_, total_, decode_only_;
+  uint64_t decode_only_steps_ = 0;
   std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   double step_ms_ = 0;  // moving average of recent step times, for the TTFT target
 };

@@ -48,9 +48,19 @@ TEST(EngineBench, RandomScenarioCountsEveryToken) {
   // One client, two requests one after the other: a 37-token prefill step (it fits the
   // 64-token budget) that yields the first token, then 4 decode steps, twice.
   EXPECT_EQ(rows[0].steps, 2u * 5u);
+  EXPECT_EQ(rows[0].prompt_steps, 2u);
+  EXPECT_EQ(rows[0].decode_only_steps, 8u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r.prompt_steps + r.decode_only_steps, r.steps);
+    // Every prompt token rides in a step with prompt tokens, at most 64 tokens a step.
+    EXPECT_GE(r.prompt_steps * 64, uint64_t(r.requests) * 37);
+    EXPECT_GE(r.prompt_forward_share, 0.0);
+    EXPECT_LE(r.prompt_forward_share, 1.0);
+  }
   const std::string table = format_engine_bench(rows);
   EXPECT_NE(table.find("random"), std::string::npos);
   EXPECT_NE(table.find("per step"), std::string::npos);
+  EXPECT_NE(table.find("decode-only steps"), std::string::npos);
 }
 
 TEST(EngineBench, SharedPrefixScenarioHitsTheCache) {
