@@ -75,8 +75,8 @@ int run_engine_mode(const Opts& o) {
   eo.top_p = o.top_p;
   eo.top_k = o.top_k;
   eo.host_sampling = o.host_sampling;
-  const int longest = (o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len) +
-                      o.output_len + 64;
+  const int longest =
+      (o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len) + o.output_len + 64;
   std::unique_ptr<Runner> runner;
   if (o.backend == "cpu") {
     tandem::model::CpuRunnerOptions ro;
@@ -373,124 +373,93 @@ class Bench {
 
 }  // namespace
 
-TANDEM_COMMAND(bench, 40, "Offline benchmark of the model forward on the GPU (no HTTP)",
-               [](CLI::App& sub) -> tandem::cli::RunFn {
-                 auto o = std::make_shared<Opts>();
-                 sub.add_option("--model", o->model,
-                                "Checkpoint folder or synthetic:qwen3-{0.6b,1.7b,4b,8b,14b,32b}")
-                     ->capture_default_str();
-                 sub.add_flag("--json", o->json, "Print one JSON object instead of a table");
-                 sub.add_option("--sections", o->sections, "Comma list of decode1, prefill, batch, mixed")
-                     ->capture_default_str();
-                 sub.add_option("--context", o->context, "Cached tokens before decode steps")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 1 << 20));
-                 sub.add_option("--decode-steps", o->decode_steps, "Timed batch-1 decode steps")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 100000));
-                 sub.add_option("--prefill", o->prefill, "Prompt lengths to prefill")
-                     ->delimiter(',')
-                     ->check(CLI::Range(1, 1 << 20));
-                 sub.add_option("--batches", o->batches, "Decode batch sizes")
-                     ->delimiter(',')
-                     ->check(CLI::Range(1, 4096));
-                 sub.add_option("--mixed-decodes", o->mixed_decodes,
-                                "Mixed section: decode rows of each step")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 4096));
-                 sub.add_option("--mixed-reps", o->mixed_reps,
-                                "Mixed section: timed steps per size (the median is shown)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 100000));
-                 sub.add_flag("--mixed-vary", o->mixed_vary,
-                              "Mixed section: spread the decode contexts and the KV blocks, and "
-                              "change the chunk size every step, as in a running engine");
-                 sub.add_flag("--argmax", o->argmax,
-                              "Take the argmax on the GPU each step (as the engine's greedy "
-                              "steps do) instead of stopping at the logits");
-                 sub.add_option("--mixed-prefill", o->mixed_prefill,
-                                "Mixed section: prefill chunk sizes added to the decodes")
-                     ->delimiter(',')
-                     ->check(CLI::Range(0, 1 << 17));
-                 sub.add_option("--gpu-memory-utilization", o->gpu_mem,
-                                "Share of GPU memory to use")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0.01, 1.0));
-                 sub.add_option("--gemv-max-tokens", o->gemv_max_tokens,
-                                "Rows up to which decode GEMMs use the custom GEMV (0: cuBLASLt)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 8));
-                 sub.add_option("--max-num-tokens", o->max_num_tokens, "Rows per device pass")
-                     ->capture_default_str()
-                     ->check(CLI::Range(16, 1 << 17));
-                 sub.add_flag("--no-graphs", o->no_graphs, "Do not replay decode CUDA graphs");
-                 sub.add_flag("--host-logits", o->host_logits,
-                              "Copy fp32 logits to the host each step (as the engine does)");
-                 sub.add_option("--concurrency", o->concurrency,
-                                "Engine mode: closed-loop client counts, e.g. 1,8,32,64,256")
-                     ->delimiter(',')
-                     ->check(CLI::Range(1, 4096));
-                 sub.add_option("--prompt-len", o->prompt_len, "Engine mode: prompt tokens")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 1 << 20));
-                 sub.add_option("--output-len", o->output_len, "Engine mode: output tokens")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 1 << 20));
-                 sub.add_option("--requests-per-client", o->requests_per_client,
-                                "Engine mode: requests each client sends in turn")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 1000));
-                 sub.add_option("--shared-prefix", o->shared_prefix,
-                                "Engine mode: a shared system prompt of this many tokens, then "
-                                "short questions (0: random prompts)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 1 << 20));
-                 sub.add_option("--question-len", o->question_len,
-                                "Engine mode: question tokens after the shared prefix")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 1 << 20));
-                 sub.add_option("--max-num-batched-tokens", o->max_num_batched_tokens,
-                                "Engine mode: token budget of one step")
-                     ->capture_default_str()
-                     ->check(CLI::Range(16, 1 << 17));
-                 sub.add_option("--decode-step-tokens", o->decode_step_tokens,
-                                "Engine mode: steps with decodes take prefill up to this many "
-                                "tokens in all while prompts meet --ttft-target-ms (0: off)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 1 << 17));
-                 sub.add_option("--ttft-target-ms", o->ttft_target_ms,
-                                "Engine mode: first-token target that caps how long prompts ride "
-                                "along")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0.0, 1e7));
-                 sub.add_option("--ramp-ms", o->ramp_ms,
-                                "Engine mode: clients start spread over this window (0: together)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0.0, 1e7));
-                 sub.add_option("--max-num-seqs", o->max_num_seqs,
-                                "Engine mode: sequences in one step at most")
-                     ->capture_default_str()
-                     ->check(CLI::Range(1, 4096));
-                 sub.add_option("--temperature", o->temperature,
-                                "Engine mode: sampling temperature of every request (0: greedy)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0.0f, 100.0f));
-                 sub.add_option("--top-p", o->top_p, "Engine mode: top-p of every request")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0.0f, 1.0f));
-                 sub.add_option("--top-k", o->top_k, "Engine mode: top-k of every request (0: off)")
-                     ->capture_default_str()
-                     ->check(CLI::Range(0, 1 << 20));
-                 sub.add_flag("--host-sampling", o->host_sampling,
-                              "Engine mode: sample on the host even where the runner can sample");
-                 sub.add_option("--backend", o->backend, "Engine mode: cuda or cpu")
-                     ->capture_default_str()
-                     ->check(CLI::IsMember({"cuda", "cpu"}));
-                 return [o] {
-                   if (!o->concurrency.empty()) return run_engine_mode(*o);
-                   Bench b(*o);
-                   b.run();
-                   b.print();
-                   return 0;
-                 };
-               });
+using tandem::cli::ranged_option;
+
+TANDEM_COMMAND(
+    bench, 40, "Offline benchmark of the model forward on the GPU (no HTTP)",
+    [](CLI::App& sub) -> tandem::cli::RunFn {
+      auto o = std::make_shared<Opts>();
+      sub.add_option("--model", o->model,
+                     "Checkpoint folder or synthetic:qwen3-{0.6b,1.7b,4b,8b,14b,32b}")
+          ->capture_default_str();
+      sub.add_flag("--json", o->json, "Print one JSON object instead of a table");
+      sub.add_option("--sections", o->sections, "Comma list of decode1, prefill, batch, mixed")
+          ->capture_default_str();
+      ranged_option(sub, "--context", o->context, "Cached tokens before decode steps", 1, 1 << 20);
+      ranged_option(sub, "--decode-steps", o->decode_steps, "Timed batch-1 decode steps", 1,
+                    100000);
+      sub.add_option("--prefill", o->prefill, "Prompt lengths to prefill")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 1 << 20));
+      sub.add_option("--batches", o->batches, "Decode batch sizes")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 4096));
+      ranged_option(sub, "--mixed-decodes", o->mixed_decodes,
+                    "Mixed section: decode rows of each step", 0, 4096);
+      ranged_option(sub, "--mixed-reps", o->mixed_reps,
+                    "Mixed section: timed steps per size (the median is shown)", 1, 100000);
+      sub.add_flag("--mixed-vary", o->mixed_vary,
+                   "Mixed section: spread the decode contexts and the KV blocks, and "
+                   "change the chunk size every step, as in a running engine");
+      sub.add_flag("--argmax", o->argmax,
+                   "Take the argmax on the GPU each step (as the engine's greedy "
+                   "steps do) instead of stopping at the logits");
+      sub.add_option("--mixed-prefill", o->mixed_prefill,
+                     "Mixed section: prefill chunk sizes added to the decodes")
+          ->delimiter(',')
+          ->check(CLI::Range(0, 1 << 17));
+      ranged_option(sub, "--gpu-memory-utilization", o->gpu_mem, "Share of GPU memory to use", 0.01,
+                    1.0);
+      ranged_option(sub, "--gemv-max-tokens", o->gemv_max_tokens,
+                    "Rows up to which decode GEMMs use the custom GEMV (0: cuBLASLt)", 0, 8);
+      ranged_option(sub, "--max-num-tokens", o->max_num_tokens, "Rows per device pass", 16,
+                    1 << 17);
+      sub.add_flag("--no-graphs", o->no_graphs, "Do not replay decode CUDA graphs");
+      sub.add_flag("--host-logits", o->host_logits,
+                   "Copy fp32 logits to the host each step (as the engine does)");
+      sub.add_option("--concurrency", o->concurrency,
+                     "Engine mode: closed-loop client counts, e.g. 1,8,32,64,256")
+          ->delimiter(',')
+          ->check(CLI::Range(1, 4096));
+      ranged_option(sub, "--prompt-len", o->prompt_len, "Engine mode: prompt tokens", 1, 1 << 20);
+      ranged_option(sub, "--output-len", o->output_len, "Engine mode: output tokens", 1, 1 << 20);
+      ranged_option(sub, "--requests-per-client", o->requests_per_client,
+                    "Engine mode: requests each client sends in turn", 1, 1000);
+      ranged_option(sub, "--shared-prefix", o->shared_prefix,
+                    "Engine mode: a shared system prompt of this many tokens, then "
+                    "short questions (0: random prompts)",
+                    0, 1 << 20);
+      ranged_option(sub, "--question-len", o->question_len,
+                    "Engine mode: question tokens after the shared prefix", 1, 1 << 20);
+      ranged_option(sub, "--max-num-batched-tokens", o->max_num_batched_tokens,
+                    "Engine mode: token budget of one step", 16, 1 << 17);
+      ranged_option(sub, "--decode-step-tokens", o->decode_step_tokens,
+                    "Engine mode: steps with decodes take prefill up to this many "
+                    "tokens in all while prompts meet --ttft-target-ms (0: off)",
+                    0, 1 << 17);
+      ranged_option(sub, "--ttft-target-ms", o->ttft_target_ms,
+                    "Engine mode: first-token target that caps how long prompts ride "
+                    "along",
+                    0.0, 1e7);
+      ranged_option(sub, "--ramp-ms", o->ramp_ms,
+                    "Engine mode: clients start spread over this window (0: together)", 0.0, 1e7);
+      ranged_option(sub, "--max-num-seqs", o->max_num_seqs,
+                    "Engine mode: sequences in one step at most", 1, 4096);
+      ranged_option(sub, "--temperature", o->temperature,
+                    "Engine mode: sampling temperature of every request (0: greedy)", 0.0f, 100.0f);
+      ranged_option(sub, "--top-p", o->top_p, "Engine mode: top-p of every request", 0.0f, 1.0f);
+      ranged_option(sub, "--top-k", o->top_k, "Engine mode: top-k of every request (0: off)", 0,
+                    1 << 20);
+      sub.add_flag("--host-sampling", o->host_sampling,
+                   "Engine mode: sample on the host even where the runner can sample");
+      sub.add_option("--backend", o->backend, "Engine mode: cuda or cpu")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"cuda", "cpu"}));
+      return [o] {
+        if (!o->concurrency.empty()) return run_engine_mode(*o);
+        Bench b(*o);
+        b.run();
+        b.print();
+        return 0;
+      };
+    });

@@ -15,6 +15,13 @@
 namespace tandem::cli {
 
 using RunFn = std::function<int()>;
+
+// An option that shows its default in --help and must lie in [lo, hi].
+template <class T, class B>
+CLI::Option* ranged_option(CLI::App& app, const std::string& name, T& var, const std::string& help,
+                           B lo, B hi) {
+  return app.add_option(name, var, help)->capture_default_str()->check(CLI::Range(lo, hi));
+}
 using ConfigureFn = std::function<RunFn(CLI::App& sub)>;
 
 struct CommandInfo {
