@@ -26,6 +26,13 @@ __device__ __forceinline__ float rbf(float x) {
   return __bfloat162float(__float2bfloat16(x));
 }
 
+// SwiGLU of one gate/up pair as the unfused layers compute it: g and u rounded to bf16 (as
+// a [T, 2I] product would store them), silu(g) rounded to bf16, times u.
+__device__ __forceinline__ float swiglu_bf16(float g, float u) {
+  g = rbf(g);
+  return rbf(g / (1.0f + expf(-g))) * rbf(u);
+}
+
 // 8 bf16 values in one 16-byte word: the unit of every vectorised load and store here.
 __device__ __forceinline__ void unpack8(const int4& v, float f[8]) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&v);

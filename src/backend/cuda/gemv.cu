@@ -76,8 +76,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int t = 0; t < T; ++t) {
     float v = warp_sum(acc[0][t]);
     if constexpr (SWIGLU) {
-      const float g = rbf(v), u = rbf(warp_sum(acc[R - 1][t]));
-      v = rbf(g / (1.0f + expf(-g))) * u;
+      v = swiglu_bf16(v, warp_sum(acc[R - 1][t]));
     }
     if (lane == 0) Y[size_t(t) * ldy + n] = __float2bfloat16(v);
   }

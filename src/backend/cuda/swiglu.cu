@@ -17,7 +17,7 @@ __global__ void swiglu_kernel(const bf16_t* gu, bf16_t* out, int T, int inter8) 
     unpack8(row[c], g);
     unpack8(row[inter8 + c], u);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) g[k] = rbf(g[k] / (1.0f + expf(-g[k]))) * u[k];
+    for (int k = 0; k < 8; ++k) g[k] = swiglu_bf16(g[k], u[k]);
     reinterpret_cast<int4*>(out)[i] = pack8(g);
   }
 }
