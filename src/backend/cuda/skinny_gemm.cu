@@ -1,0 +1,359 @@
+#include <cooperative_groups.h>
+#include <cudaTypedefs.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/skinny_gemm.cuh"
+#include "backend/cuda/tma.cuh"
+#include "backend/cuda/wgmma.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kBK = 64;               // K sub-slice: one 128-byte swizzled row
+constexpr int kRowsX = 64;            // X rows in a stage (the wgmma M; rows >= T are zeros)
+constexpr int kThreads = 256;         // two warpgroups
+constexpr int kMaxSplits = 8;         // the portable cluster size
+constexpr int kMaxSmem = 226 * 1024;  // dynamic; the barriers take a little static memory
+
+// Tile layout: warpgroup w multiplies tile rows [w NW, (w + 1) NW). Plain form: tile row r is
+// weight row c0 + r. SwiGLU form: each warpgroup's rows are NW / 2 gate rows, then the up
+// rows of the same output columns, so a thread holds gate and up of a column together.
+// Everything arrives by TMA: X (`xm`, T rows; the rows up to 64 read as zeros) and the
+// weights (`wa`: all rows, or the gate rows; `wb`: the up rows).
+// A stage holds KS consecutive 64-wide K sub-slices, so each weight row is read in runs of
+// 128 KS contiguous bytes.
+template <int NW, int STAGES, int KS, bool SWIGLU>
+__global__ void __launch_bounds__(kThreads, 1)
+    skinny_kernel(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap wa,
+                  const __grid_constant__ CUtensorMap wb, bf16_t* __restrict__ Y, int ldy, int T,
+                  int N, int K, int iters_per_split, int rot) {
+#ifdef TANDEM_WGMMA
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ uint64_t full[STAGES];  // stage s has landed (phase = use count & 1)
+  launch_dependents();
+  constexpr int BN = 2 * NW;                   // weight rows in the tile
+  constexpr int kCols = SWIGLU ? BN / 2 : BN;  // output columns of the tile
+  constexpr int kHalf = NW / 2;                // SwiGLU: output columns a warpgroup
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wg = warp >> 2, wq = warp & 3;  // warpgroup, warp within it
+  const int g = lane >> 2, q = lane & 3;
+  const int c0 = blockIdx.x * kCols;
+  const int num_iters = (K + KS * kBK - 1) / (KS * kBK);
+  const int it_begin = blockIdx.y * iters_per_split;
+  const int nk = min(num_iters, it_begin + iters_per_split) - it_begin;
+  // Blocks start `rot` slices apart (each still reads its whole range), so that at any moment
+  // the blocks read different column offsets of their rows.
+  const int r0 = nk > 0 ? int((long(blockIdx.x) * rot) % nk) : 0;
+  auto slice = [&](int it) { return it_begin + (it + r0 < nk ? it + r0 : it + r0 - nk); };
+  // Stages aligned to the 128-byte swizzle's 1024-byte atom: weights, then X.
+  bf16_t* const sw =
+      reinterpret_cast<bf16_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  bf16_t* const sx = sw + STAGES * KS * BN * kBK;
+
+  if (tid == 0) {
+    for (int st = 0; st < STAGES; ++st) mbar_init(&full[st], 1);
+    mbar_init_fence();
+  }
+  __syncthreads();
+  // One thread copies a stage: the weights (two boxes of NW rows, or four of NW / 2 for
+  // SwiGLU) and X; the weights may go before the wait for the kernel that writes X.
+  constexpr uint32_t kStageBytes = KS * (BN + kRowsX) * kBK * sizeof(bf16_t);
+  auto load_w = [&](int it, int stage) {
+    mbar_arrive_expect(&full[stage], kStageBytes);
+#pragma unroll
+    for (int j = 0; j < KS; ++j) {
+      const int k0 = (slice(it) * KS + j) * kBK;
+      bf16_t* dst = sw + (stage * KS + j) * BN * kBK;
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        if constexpr (SWIGLU) {
+          tma_load_2d(dst + w * NW * kBK, &wa, k0, c0 + w * kHalf, &full[stage]);
+          tma_load_2d(dst + (w * NW + kHalf) * kBK, &wb, k0, c0 + w * kHalf, &full[stage]);
+        } else {
+          tma_load_2d(dst + w * NW * kBK, &wa, k0, c0 + w * NW, &full[stage]);
+        }
+      }
+    }
+  };
+  auto load_x = [&](int it, int stage) {
+#pragma unroll
+    for (int j = 0; j < KS; ++j)
+      tma_load_2d(sx + (stage * KS + j) * kRowsX * kBK, &xm, (slice(it) * KS + j) * kBK, 0,
+                  &full[stage]);
+  };
+
+  if (tid == 0) {
+    for (int st = 0; st < STAGES - 1 && st < nk; ++st) load_w(st, st);
+    grid_dependency_wait();
+    for (int st = 0; st < STAGES - 1 && st < nk; ++st) load_x(st, st);
+  }
+  grid_dependency_wait();  // before this block writes Y
+
+  float acc[NW / 2];
+#pragma unroll
+  for (int i = 0; i < NW / 2; ++i) acc[i] = 0.0f;
+  for (int it = 0; it < nk; ++it) {
+    mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
+    __syncthreads();  // every warp is done with the stage refilled next
+    const int nxt = it + STAGES - 1;
+    if (nxt < nk && tid == 0) {
+      load_w(nxt, nxt % STAGES);
+      load_x(nxt, nxt % STAGES);
+    }
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < KS; ++j) {
+      const bf16_t* tw = sw + ((it % STAGES) * KS + j) * BN * kBK + wg * NW * kBK;
+      const bf16_t* tx = sx + ((it % STAGES) * KS + j) * kRowsX * kBK;
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk)  // 16 k = 32 bytes into the swizzled rows
+        Wgmma<NW>::run(acc, wgmma_desc(tx + 16 * kk), wgmma_desc(tw + 16 * kk), 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_hold(acc);
+  }
+
+  // acc[4j + e]: X row 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q + (e & 1).
+  const int S = gridDim.y;
+  if (S == 1) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int m = 16 * wq + g + 8 * h;
+      if (m >= T) continue;
+#pragma unroll
+      for (int j = 0; j < (SWIGLU ? NW / 16 : NW / 8); ++j) {
+        const int lc = 8 * j + 2 * q;
+        const int n = c0 + (SWIGLU ? wg * kHalf : wg * NW) + lc;
+        if (n >= N) continue;
+        __nv_bfloat162 v;
+        if constexpr (SWIGLU) {
+          const int u = 4 * (j + NW / 16);  // the up column's accumulators
+          v = __floats2bfloat162_rn(swiglu_bf16(acc[4 * j + 2 * h], acc[u + 2 * h]),
+                                    swiglu_bf16(acc[4 * j + 2 * h + 1], acc[u + 2 * h + 1]));
+        } else {
+          v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        }
+        *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
+      }
+    }
+    return;
+  }
+
+  // Split K: the S blocks of a tile form a cluster. Each leaves its fp32 partial [T, BN] in
+  // its own shared memory; then block r adds rows [r T / S, (r + 1) T / S) of all S partials
+  // in rank order (a fixed order: the result does not depend on timing) and writes them.
+  __syncthreads();  // every warp is done with the pipeline buffers
+  float* red = reinterpret_cast<float*>(sw);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int m = 16 * wq + g + 8 * h;
+    if (m >= T) continue;
+#pragma unroll
+    for (int j = 0; j < NW / 8; ++j)
+      *reinterpret_cast<float2*>(red + size_t(m) * BN + wg * NW + 8 * j + 2 * q) =
+          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+  }
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  const int rank = int(cluster.block_rank());
+  const int m_lo = rank * T / S, m_hi = (rank + 1) * T / S;
+  const int pairs = (m_hi - m_lo) * (kCols / 2);
+  for (int idx = tid; idx < pairs; idx += kThreads) {
+    const int m = m_lo + idx / (kCols / 2), oc = 2 * (idx % (kCols / 2));
+    // Tile column of output column oc (SwiGLU: its gate column; up is kHalf further).
+    const int p = SWIGLU ? (oc / kHalf) * NW + oc % kHalf : oc;
+    float2 s0 = make_float2(0.0f, 0.0f), s1 = s0;
+    for (int sp = 0; sp < S; ++sp) {
+      const float* src = cluster.map_shared_rank(red, sp) + size_t(m) * BN + p;
+      const float2 v0 = *reinterpret_cast<const float2*>(src);
+      s0.x += v0.x, s0.y += v0.y;
+      if constexpr (SWIGLU) {
+        const float2 v1 = *reinterpret_cast<const float2*>(src + kHalf);
+        s1.x += v1.x, s1.y += v1.y;
+      }
+    }
+    const int n = c0 + oc;
+    if (n >= N) continue;
+    __nv_bfloat162 v;
+    if constexpr (SWIGLU)
+      v = __floats2bfloat162_rn(swiglu_bf16(s0.x, s1.x), swiglu_bf16(s0.y, s1.y));
+    else
+      v = __floats2bfloat162_rn(s0.x, s0.y);
+    *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
+  }
+  cluster.sync();  // partials stay readable until every block of the cluster is done
+#endif
+}
+
+using KernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16_t*, int, int, int, int, int,
+                          int);
+
+// A 2-D bf16 tensor map over `rows` rows of K elements `ld` apart at W, read in boxes of
+// 64 x box_rows with the 128-byte swizzle; rows and columns past the end read as zeros.
+CUtensorMap tensor_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  if (!encode)
+    cuda_fail("skinny_gemm", "no cuTensorMapEncodeTiled in the driver", __FILE__, __LINE__);
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(bf16_t)};
+  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
+  const cuuint32_t elem[2] = {1, 1};
+  const CUresult r =
+      encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16_t*>(W), dims, strides, box,
+             elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    cuda_fail("skinny_gemm", "cuTensorMapEncodeTiled failed", __FILE__, __LINE__);
+  return m;
+}
+
+size_t smem_bytes(int nw, int stages, int ks) {
+  const size_t pipe = size_t(stages) * ks * (2 * nw + kRowsX) * kBK * sizeof(bf16_t);
+  const size_t partial = size_t(kRowsX) * 2 * nw * sizeof(float);  // split-K partial
+  return std::max(pipe, partial) + 1024;                           // + alignment slack
+}
+
+// The kernel for (NW, stages, ks, swiglu), its dynamic shared memory allowance raised once.
+template <int NW, int STAGES, int KS, bool SWIGLU>
+KernelFn kernel_for() {
+  static const KernelFn k = [] {
+    KernelFn f = skinny_kernel<NW, STAGES, KS, SWIGLU>;
+    TANDEM_CUDA_CHECK(
+        cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem));
+    return f;
+  }();
+  return k;
+}
+
+// The shapes built: 160-row tiles with four stages of two 64-wide K sub-slices, and 288-row
+// tiles with two such stages (the most that fits).
+bool built(int nw, int stages, int ks) {
+  return ks == 2 && ((nw == 80 && stages == 4) || (nw == 144 && stages == 2));
+}
+
+template <bool SW>
+KernelFn kernel_sw(int nw) {
+  return nw == 80 ? kernel_for<80, 4, 2, SW>() : kernel_for<144, 2, 2, SW>();
+}
+
+KernelFn kernel(const SkinnyPlan& p, bool swiglu) {
+  return swiglu ? kernel_sw<true>(p.nw) : kernel_sw<false>(p.nw);
+}
+
+// Launch configuration: one block per tile and K split, the splits of a tile one cluster,
+// programmatic dependent launch where enabled. `attrs` must outlive the returned config.
+cudaLaunchConfig_t config(const SkinnyPlan& p, int N, int K, bool swiglu, cudaStream_t stream,
+                          cudaLaunchAttribute (&attrs)[2], int& per_split) {
+  const int cols = swiglu ? p.nw : 2 * p.nw;
+  const int num_iters = (K + p.ks * kBK - 1) / (p.ks * kBK);
+  per_split = (num_iters + p.splits - 1) / p.splits;
+  const int splits = (num_iters + per_split - 1) / per_split;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3((N + cols - 1) / cols, splits);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = smem_bytes(p.nw, p.stages, p.ks);
+  cfg.stream = stream;
+  int n = 0;
+  if (pdl_enabled()) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (splits > 1) {
+    attrs[n].id = cudaLaunchAttributeClusterDimension;
+    attrs[n].val.clusterDim.x = 1;
+    attrs[n].val.clusterDim.y = unsigned(splits);
+    attrs[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = unsigned(n);
+  return cfg;
+}
+
+__global__ void probe_kernel(int* out) {
+#ifdef TANDEM_WGMMA
+  *out = 1;
+#else
+  *out = 0;
+#endif
+}
+}  // namespace
+
+bool skinny_supported() {
+  // Whether the code this GPU runs was built with the wgmma instructions (sm_90a).
+  static const bool ok = [] {
+    int* d = nullptr;
+    int h = 0;
+    if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) return false;
+    probe_kernel<<<1, 1>>>(d);
+    const bool fine = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+    cudaFree(d);
+    cudaGetLastError();
+    return fine && h == 1;
+  }();
+  return ok;
+}
+
+SkinnyPlan skinny_plan(int rows, int K, int T, int sms) {
+  (void)T;  // X is padded to 64 rows whatever T is
+  // Measured on the H200 at Qwen3-14B's decode shapes (SkinnyGemmTiming sweeps, products
+  // kept apart): 288-row tiles in two stages of 128-wide K slices, K split until about half
+  // the SMs stream, and neighbouring blocks one slice apart, were the fastest for the SwiGLU
+  // product at 8-64 rows, or within 2% of the fastest for the others; 160-row tiles in four
+  // stages where 288-row tiles would outnumber the SMs. More blocks at once read slower.
+  SkinnyPlan p{144, 2, 2, 1, 1};
+  if ((rows + 2 * p.nw - 1) / (2 * p.nw) > sms) p = {80, 4, 2, 1, 1};
+  const int tiles = (rows + 2 * p.nw - 1) / (2 * p.nw);
+  const int num_iters = (K + p.ks * kBK - 1) / (p.ks * kBK);
+  while (tiles * p.splits < sms * 9 / 20 && p.splits < kMaxSplits &&
+         2 * (p.splits + 1) <= num_iters)
+    ++p.splits;
+  // The clusters of a split plan must all fit at once.
+  while (p.splits > 1) {
+    cudaLaunchAttribute attrs[2];
+    int per = 0;
+    cudaLaunchConfig_t cfg = config(p, rows, K, false, nullptr, attrs, per);
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel(p, false), &cfg) == cudaSuccess &&
+        clusters >= tiles)
+      break;
+    cudaGetLastError();
+    --p.splits;
+  }
+  return p;
+}
+
+void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
+                 bool swiglu, const SkinnyPlan& plan, cudaStream_t stream) {
+  if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 ||
+      reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
+      !built(plan.nw, plan.stages, plan.ks) || plan.splits < 1 || plan.rot < 0 ||
+      plan.splits > kMaxSplits || smem_bytes(plan.nw, plan.stages, plan.ks) > size_t(kMaxSmem))
+    cuda_fail("skinny_gemm", "unsupported shape or plan", __FILE__, __LINE__);
+  cudaLaunchAttribute attrs[2];
+  int per_split = 0;
+  cudaLaunchConfig_t cfg = config(plan, N, K, swiglu, stream, attrs, per_split);
+  const CUtensorMap xm = tensor_map(X, T, K, ldx, kRowsX);
+  const CUtensorMap wa = tensor_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
+  const CUtensorMap wb = swiglu ? tensor_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
+  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, swiglu), xm, wa, wb, Y, ldy, T, N, K,
+                                       per_split, plan.rot));
+}
+
+}  // namespace tandem::cuda

@@ -1,0 +1,43 @@
+#pragma once
+// Decode-sized linear layer on Hopper tensor cores: Y[T, N] = X[T, K] W[N, K]^T for T <= 64
+// rows, bf16 in and out, fp32 accumulate. Memory-bound: each block (two warpgroups) streams a
+// tile of 2 x `nw` weight rows and the X rows (padded to 64) through a TMA pipeline of
+// `stages` K slices of 64 `ks` in shared memory, one block an SM, and multiplies them with
+// wgmma (m64 n`nw` k16) straight from shared memory. `splits` blocks divide K as one
+// thread-block cluster: each leaves its fp32 partial in its shared memory and each adds a
+// slice of the rows over all of them in rank order (the result does not depend on timing),
+// so no partial goes to global memory and no second kernel runs. The SwiGLU form pairs gate
+// and up rows in one tile, so the MLP's [T, 2I] product is never stored; it is the form the
+// model uses (gemm.h says why the plain one is not). sm_90a only (skinny_supported()); other
+// GPUs use cuBLASLt. X rows and ldx must meet TMA's rules: X 16-byte aligned.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+namespace tandem::cuda {
+
+constexpr int kSkinnyMaxTokens = 64;
+
+struct SkinnyPlan {
+  int nw = 144;    // wgmma N: weight rows a warpgroup; built: (nw, stages, ks) = (144, 2, 2)
+  int stages = 2;  // pipeline depth                         or (80, 4, 2)
+  int ks = 2;      // 64-wide K sub-slices a stage
+  int splits = 1;  // blocks along K (a cluster), 1..8
+  int rot = 1;     // K slices between neighbouring blocks' starting points
+};
+
+// Whether this GPU runs the kernel (compute capability 9.0 with sm_90a code in the build).
+bool skinny_supported();
+
+// The launch shape for `rows` weight rows (2I for the SwiGLU form), K and T on a GPU with
+// `sms` multiprocessors: 288-row tiles (160 where those would outnumber the SMs), K split
+// until about half the SMs stream.
+SkinnyPlan skinny_plan(int rows, int K, int T, int sms);
+
+// X: [T, K] with row stride ldx; W: [rows, K]; Y: [T, N] with row stride ldy.
+// N % 2 == 0, K % 8 == 0, ldx % 8 == 0, ldy % 2 == 0, 1 <= T <= kSkinnyMaxTokens.
+// swiglu false: rows = N. swiglu true: W is the fused [2N, K] gate/up weight and
+// Y[t, n] = bf16(silu(g) * u) with g, u rounded to bf16 first (as the GEMV does).
+void skinny_gemm(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
+                 int T, int N, int K, bool swiglu, const SkinnyPlan& plan, cudaStream_t stream);
+
+}  // namespace tandem::cuda
