@@ -17,8 +17,15 @@ Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
     choice_ = Choice::kTimed;
   if (const char* e = std::getenv("TANDEM_GEMM_FIRST_T"); e && std::string_view(e) == "1")
     query_first_t_ = true;
+  if (const char* e = std::getenv("TANDEM_SKINNY"); e && std::string_view(e) == "0")
+    skinny_max_tokens_ = 0;
+  if (const char* e = std::getenv("TANDEM_SKINNY_MIN_TOKENS")) skinny_min_tokens_ = std::atoi(e);
   TANDEM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   TANDEM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
+  int dev = 0;
+  TANDEM_CUDA_CHECK(cudaGetDevice(&dev));
+  TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev));
+  skinny_ok_ = skinny_supported();  // runs a probe kernel: never inside a graph capture
 }
 
 Gemm::~Gemm() {
@@ -159,6 +166,19 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
   TANDEM_CUBLAS_CHECK(st);
 }
 
+bool Gemm::skinny_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* act,
+                         int T, int I, int K, cudaStream_t stream) {
+  if (!skinny_ok_ || T < skinny_min_tokens_ || T > skinny_max_tokens_ || T > kSkinnyMaxTokens ||
+      I % 2 || K % 8 || size_t(2) * I * K * sizeof(__nv_bfloat16) < skinny_min_bytes_)
+    return false;
+  const auto key = std::make_tuple(T, I, K);
+  auto it = skinny_plans_.find(key);
+  if (it == skinny_plans_.end())  // a shape's first use runs outside graph capture
+    it = skinny_plans_.emplace(key, skinny_plan(2 * I, K, T, sms_)).first;
+  skinny_gemm(X, K, W, act, I, T, I, K, /*swiglu=*/true, it->second, stream);
+  return true;
+}
+
 void Gemm::linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
                   int K, cudaStream_t stream, int ldx, int ldy) {
   if (T <= 0) return;
@@ -176,6 +196,7 @@ void Gemm::linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up,
     gemv(X, K, W_gate_up, act, I, T, I, K, stream, /*swiglu=*/true);
     return;
   }
+  if (skinny_swiglu(X, W_gate_up, act, T, I, K, stream)) return;
   cublas_linear(X, W_gate_up, scratch, T, 2 * I, K, stream);
   swiglu(scratch, act, T, I, stream);
 }

@@ -1,7 +1,9 @@
 #pragma once
 // Linear layers: Y[T, N] = X[T, K] W[N, K]^T, bf16 row-major X and Y, weights in HF's
-// [out, in] layout, fp32 accumulate. Large T goes to cuBLASLt; T <= gemv_max_tokens to the
-// custom small-batch kernel (gemv.cuh), which reads the weights closer to the bandwidth limit.
+// [out, in] layout, fp32 accumulate. T <= gemv_max_tokens goes to the small-batch GEMV
+// (gemv.cuh), which reads the weights closer to the bandwidth limit; larger T to cuBLASLt,
+// except the MLP's gate/up product at 8..64 rows, which the skinny GEMM (skinny_gemm.cuh)
+// does with SwiGLU fused.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -11,11 +13,14 @@
 #include <tuple>
 #include <vector>
 
+#include "backend/cuda/skinny_gemm.cuh"
+
 namespace tandem::cuda {
 
 class Gemm {
  public:
-  // gemv_max_tokens: 0 sends every product to cuBLASLt (the portable library path).
+  // gemv_max_tokens: 0 sends every product to cuBLASLt (the portable library path) but the
+  // SwiGLU products the skinny GEMM takes.
   explicit Gemm(int gemv_max_tokens = 4, size_t workspace_bytes = size_t(64) << 20);
   ~Gemm();
   Gemm(const Gemm&) = delete;
@@ -23,6 +28,17 @@ class Gemm {
 
   void set_gemv_max_tokens(int t) { gemv_max_tokens_ = t; }
   int gemv_max_tokens() const { return gemv_max_tokens_; }
+  // The skinny GEMM's range for the SwiGLU product: rows [min, max] and the smallest fused
+  // weight. Measured on the H200 (Qwen3-14B, docs/PERFORMANCE.md): its weight stream is about
+  // as fast as cuBLASLt's and it saves the SwiGLU kernel, so decode steps of 8-64 rows ran
+  // 0.6-2.9% faster; as a plain linear layer it was slower than cuBLASLt (shorter products
+  // do not hide its start), so linear() never uses it. TANDEM_SKINNY=0 (max 0) turns it off
+  // and TANDEM_SKINNY_MIN_TOKENS sets the minimum, for A/B measurements.
+  void set_skinny_tokens(int min, int max) {
+    skinny_min_tokens_ = min;
+    skinny_max_tokens_ = max;
+  }
+  void set_skinny_min_bytes(size_t b) { skinny_min_bytes_ = b; }
 
   // ldx/ldy: row strides of X and Y in elements (0: K and N). Capturable in a CUDA graph
   // once the shape has been run outside capture (the algorithm is chosen then).
@@ -83,6 +99,14 @@ class Gemm {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int gemv_max_tokens_ = 4;
+  int skinny_min_tokens_ = 8, skinny_max_tokens_ = kSkinnyMaxTokens;
+  size_t skinny_min_bytes_ = size_t(96) << 20;
+  bool skinny_ok_ = false;  // skinny_supported()
+  int sms_ = 0;
+  // The SwiGLU product by the skinny GEMM, if it takes this shape; plans by (T, I, K).
+  bool skinny_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* act, int T,
+                     int I, int K, cudaStream_t stream);
+  std::map<std::tuple<int, int, int>, SkinnyPlan> skinny_plans_;
   Choice choice_ = Choice::kHeuristic;
   bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;

@@ -42,7 +42,8 @@ TEST(CudaKernels, CublasLinearMatchesCpu) {
   Gemm g(0);
   for (int T : {1, 5, 37, 200}) check_linear(rng, g, true, T, 520, 264, 264, 520);
   check_linear(rng, g, true, 9, 136, 200, 208, 144);
-  // linear() with the GEMV off goes to cuBLASLt for every T.
+  // linear() with the GEMV off goes to cuBLASLt (a 1.3 MB weight is below the skinny GEMM's
+  // size).
   check_linear(rng, g, false, 2, 1000, 640, 640, 1000);
 }
 
@@ -73,12 +74,14 @@ TEST(CudaKernels, CublasPlansPerBucketStayCorrectAndBounded) {
   }
 }
 
-// act = silu(x Wg^T) * (x Wu^T): the fused GEMV (T <= 8) and cuBLASLt + SwiGLU (larger T).
+// act = silu(x Wg^T) * (x Wu^T): the fused GEMV (T <= 8), cuBLASLt + SwiGLU (larger T) and,
+// on sm_90a, the skinny GEMM (from 8 rows; here for any weight size).
 TEST(CudaKernels, LinearSwigluMatchesCpu) {
   Rng rng(test_seed() + 23);
   Gemm g(kGemvMaxTokens);
+  g.set_skinny_min_bytes(0);
   const int I = 344, K = 648;
-  for (int T : {1, 2, 5, 8, 37}) {
+  for (int T : {1, 2, 5, 7, 8, 37, 64}) {
     auto x = random_bf16(rng, size_t(T) * K);
     auto w = random_bf16(rng, size_t(2 * I) * K, 2.0 / std::sqrt(double(K)));
     Dev<bf16_t> dx(x), dw(w), dact(size_t(T) * I), dscratch(size_t(T) * 2 * I);
