@@ -178,28 +178,12 @@ TEST(CudaKernels, DecodeAttentionTiming) {
       }
       double bytes = 0;
       for (int c : ctx) bytes += 2.0 * c * Hkv * hd * sizeof(bf16_t);
-      auto time_us = [&](auto&& fn) {
-        constexpr int kReps = 20;
-        fn();
-        cudaEvent_t e0, e1;
-        TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
-        TANDEM_CUDA_CHECK(cudaEventCreate(&e1));
-        TANDEM_CUDA_CHECK(cudaEventRecord(e0));
-        for (int i = 0; i < kReps; ++i) fn();
-        TANDEM_CUDA_CHECK(cudaEventRecord(e1));
-        TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        TANDEM_CUDA_CHECK(cudaEventDestroy(e0));
-        TANDEM_CUDA_CHECK(cudaEventDestroy(e1));
-        return 1e3 * ms / kReps;
-      };
       const double t_probe =
-          time_us([&] { kv_read_probe(kv, S, Hkv, hd, probe.get(), nullptr); });
+          time_us([&] { kv_read_probe(kv, S, Hkv, hd, probe.get(), nullptr); }, 20);
       for (int sp : {auto_splits, 2}) {
         if (sp != auto_splits && sp <= auto_splits) continue;
         splits = sp;
-        const double t_attn = time_us(attend);
+        const double t_attn = time_us(attend, 20);
         std::printf("[ perf ] decode attention S=%d ctx %s, %d split(s)%s: %.1f us, %.2f TB/s; "
                     "streaming read of the same bytes %.1f us, %.2f TB/s (attention at %.2f of "
                     "it)\n",

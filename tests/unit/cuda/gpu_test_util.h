@@ -106,6 +106,25 @@ inline double max_abs_error(const std::vector<float>& got, const std::vector<dou
   return m;
 }
 
+// Mean microseconds of fn() over `reps` calls on the default stream, after one call to warm
+// up (CUDA events around the loop).
+template <class F>
+double time_us(F&& fn, int reps) {
+  fn();
+  cudaEvent_t e0, e1;
+  TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
+  TANDEM_CUDA_CHECK(cudaEventCreate(&e1));
+  TANDEM_CUDA_CHECK(cudaEventRecord(e0));
+  for (int i = 0; i < reps; ++i) fn();
+  TANDEM_CUDA_CHECK(cudaEventRecord(e1));
+  TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
+  float ms = 0;
+  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  TANDEM_CUDA_CHECK(cudaEventDestroy(e0));
+  TANDEM_CUDA_CHECK(cudaEventDestroy(e1));
+  return 1e3 * ms / reps;
+}
+
 // A seed that differs between runs (fresh inputs every time), printed so a failure can be
 // replayed with TANDEM_TEST_SEED.
 inline uint64_t test_seed() {
