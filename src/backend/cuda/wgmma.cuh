@@ -38,12 +38,6 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 #endif
 }
-// Makes cp.async (generic proxy) writes to shared memory visible to wgmma (async proxy).
-__device__ __forceinline__ void fence_proxy_async() {
-#ifdef TANDEM_WGMMA
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#endif
-}
 // Keeps the compiler from moving accesses of accumulator registers across wgmma waits.
 template <int R>
 __device__ __forceinline__ void wgmma_hold(float (&d)[R]) {
