@@ -346,6 +346,8 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
       !built(plan.nw, plan.stages, plan.ks) || plan.splits < 1 || plan.rot < 0 ||
       plan.splits > kMaxSplits || smem_bytes(plan.nw, plan.stages, plan.ks) > size_t(kMaxSmem))
     cuda_fail("skinny_gemm", "unsupported shape or plan", __FILE__, __LINE__);
+  if (!skinny_supported())  // the kernel body exists only in sm_90a code
+    cuda_fail("skinny_gemm", "this GPU runs no sm_90a code", __FILE__, __LINE__);
   cudaLaunchAttribute attrs[2];
   int per_split = 0;
   cudaLaunchConfig_t cfg = config(plan, N, K, swiglu, stream, attrs, per_split);

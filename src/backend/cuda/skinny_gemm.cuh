@@ -37,6 +37,7 @@ SkinnyPlan skinny_plan(int rows, int K, int T, int sms);
 // N % 2 == 0, K % 8 == 0, ldx % 8 == 0, ldy % 2 == 0, 1 <= T <= kSkinnyMaxTokens.
 // swiglu false: rows = N. swiglu true: W is the fused [2N, K] gate/up weight and
 // Y[t, n] = bf16(silu(g) * u) with g, u rounded to bf16 first (as the GEMV does).
+// Throws where skinny_supported() is false.
 void skinny_gemm(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
                  int T, int N, int K, bool swiglu, const SkinnyPlan& plan, cudaStream_t stream);
 
