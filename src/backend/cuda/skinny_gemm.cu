@@ -18,6 +18,16 @@ constexpr int kRowsX = 64;            // X rows in a stage (the wgmma M; rows >=
 constexpr int kThreads = 256;         // two warpgroups
 constexpr int kMaxSplits = 8;         // the portable cluster size
 constexpr int kMaxSmem = 226 * 1024;  // dynamic; the barriers take a little static memory
+constexpr int KS = 2;  // 64-wide K sub-slices a stage: 256-byte runs of each weight row
+
+// The tile widths built (nw = wgmma N, weight rows a warpgroup) and their pipeline depths:
+// 288-row tiles fit two stages, 160-row tiles four.
+__host__ __device__ constexpr bool built(int nw) {
+  return nw == 80 || nw == 144;
+}
+__host__ __device__ constexpr int stages_for(int nw) {
+  return nw == 80 ? 4 : 2;
+}
 
 // Tile layout: warpgroup w multiplies tile rows [w NW, (w + 1) NW). Plain form: tile row r is
 // weight row c0 + r. SwiGLU form: each warpgroup's rows are NW / 2 gate rows, then the up
@@ -25,14 +35,15 @@ constexpr int kMaxSmem = 226 * 1024;  // dynamic; the barriers take a little sta
 // Everything arrives by TMA: X (`xm`, T rows; the rows up to 64 read as zeros) and the
 // weights (`wa`: all rows, or the gate rows; `wb`: the up rows).
 // A stage holds KS consecutive 64-wide K sub-slices, so each weight row is read in runs of
-// 128 KS contiguous bytes.
-template <int NW, int STAGES, int KS, bool SWIGLU>
+// 128 KS contiguous bytes; the depth STAGES follows from NW (stages_for).
+template <int NW, bool SWIGLU>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_kernel(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap wa,
                   const __grid_constant__ CUtensorMap wb, bf16_t* __restrict__ Y, int ldy, int T,
                   int N, int K, int iters_per_split, int rot) {
 #ifdef TANDEM_WGMMA
   extern __shared__ unsigned char smem_raw[];
+  constexpr int STAGES = stages_for(NW);
   __shared__ uint64_t full[STAGES];  // stage s has landed (phase = use count & 1)
   launch_dependents();
   constexpr int BN = 2 * NW;                   // weight rows in the tile
@@ -222,17 +233,17 @@ CUtensorMap tensor_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
   return m;
 }
 
-size_t smem_bytes(int nw, int stages, int ks) {
-  const size_t pipe = size_t(stages) * ks * (2 * nw + kRowsX) * kBK * sizeof(bf16_t);
+size_t smem_bytes(int nw) {
+  const size_t pipe = size_t(stages_for(nw)) * KS * (2 * nw + kRowsX) * kBK * sizeof(bf16_t);
   const size_t partial = size_t(kRowsX) * 2 * nw * sizeof(float);  // split-K partial
   return std::max(pipe, partial) + 1024;                           // + alignment slack
 }
 
-// The kernel for (NW, stages, ks, swiglu), its dynamic shared memory allowance raised once.
-template <int NW, int STAGES, int KS, bool SWIGLU>
+// The kernel for (NW, swiglu), its dynamic shared memory allowance raised once.
+template <int NW, bool SWIGLU>
 KernelFn kernel_for() {
   static const KernelFn k = [] {
-    KernelFn f = skinny_kernel<NW, STAGES, KS, SWIGLU>;
+    KernelFn f = skinny_kernel<NW, SWIGLU>;
     TANDEM_CUDA_CHECK(
         cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem));
     return f;
@@ -240,15 +251,9 @@ KernelFn kernel_for() {
   return k;
 }
 
-// The shapes built: 160-row tiles with four stages of two 64-wide K sub-slices, and 288-row
-// tiles with two such stages (the most that fits).
-bool built(int nw, int stages, int ks) {
-  return ks == 2 && ((nw == 80 && stages == 4) || (nw == 144 && stages == 2));
-}
-
 template <bool SW>
 KernelFn kernel_sw(int nw) {
-  return nw == 80 ? kernel_for<80, 4, 2, SW>() : kernel_for<144, 2, 2, SW>();
+  return nw == 80 ? kernel_for<80, SW>() : kernel_for<144, SW>();
 }
 
 KernelFn kernel(const SkinnyPlan& p, bool swiglu) {
@@ -260,13 +265,13 @@ KernelFn kernel(const SkinnyPlan& p, bool swiglu) {
 cudaLaunchConfig_t config(const SkinnyPlan& p, int N, int K, bool swiglu, cudaStream_t stream,
                           cudaLaunchAttribute (&attrs)[2], int& per_split) {
   const int cols = swiglu ? p.nw : 2 * p.nw;
-  const int num_iters = (K + p.ks * kBK - 1) / (p.ks * kBK);
+  const int num_iters = (K + KS * kBK - 1) / (KS * kBK);
   per_split = (num_iters + p.splits - 1) / p.splits;
   const int splits = (num_iters + per_split - 1) / per_split;
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((N + cols - 1) / cols, splits);
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(p.nw, p.stages, p.ks);
+  cfg.dynamicSmemBytes = smem_bytes(p.nw);
   cfg.stream = stream;
   int n = 0;
   if (pdl_enabled()) {
@@ -317,10 +322,10 @@ SkinnyPlan skinny_plan(int rows, int K, int T, int sms) {
   // the SMs stream, and neighbouring blocks one slice apart, were the fastest for the SwiGLU
   // product at 8-64 rows, or within 2% of the fastest for the others; 160-row tiles in four
   // stages where 288-row tiles would outnumber the SMs. More blocks at once read slower.
-  SkinnyPlan p{144, 2, 2, 1, 1};
-  if ((rows + 2 * p.nw - 1) / (2 * p.nw) > sms) p = {80, 4, 2, 1, 1};
+  SkinnyPlan p{144, 1, 1};
+  if ((rows + 2 * p.nw - 1) / (2 * p.nw) > sms) p.nw = 80;
   const int tiles = (rows + 2 * p.nw - 1) / (2 * p.nw);
-  const int num_iters = (K + p.ks * kBK - 1) / (p.ks * kBK);
+  const int num_iters = (K + KS * kBK - 1) / (KS * kBK);
   while (tiles * p.splits < sms * 9 / 20 && p.splits < kMaxSplits &&
          2 * (p.splits + 1) <= num_iters)
     ++p.splits;
@@ -343,8 +348,7 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
                  bool swiglu, const SkinnyPlan& plan, cudaStream_t stream) {
   if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 ||
       reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
-      !built(plan.nw, plan.stages, plan.ks) || plan.splits < 1 || plan.rot < 0 ||
-      plan.splits > kMaxSplits || smem_bytes(plan.nw, plan.stages, plan.ks) > size_t(kMaxSmem))
+      !built(plan.nw) || plan.splits < 1 || plan.rot < 0 || plan.splits > kMaxSplits)
     cuda_fail("skinny_gemm", "unsupported shape or plan", __FILE__, __LINE__);
   if (!skinny_supported())  // the kernel body exists only in sm_90a code
     cuda_fail("skinny_gemm", "this GPU runs no sm_90a code", __FILE__, __LINE__);

@@ -2,7 +2,7 @@
 // Decode-sized linear layer on Hopper tensor cores: Y[T, N] = X[T, K] W[N, K]^T for T <= 64
 // rows, bf16 in and out, fp32 accumulate. Memory-bound: each block (two warpgroups) streams a
 // tile of 2 x `nw` weight rows and the X rows (padded to 64) through a TMA pipeline of
-// `stages` K slices of 64 `ks` in shared memory, one block an SM, and multiplies them with
+// 128-wide K slices in shared memory, one block an SM, and multiplies them with
 // wgmma (m64 n`nw` k16) straight from shared memory. `splits` blocks divide K as one
 // thread-block cluster: each leaves its fp32 partial in its shared memory and each adds a
 // slice of the rows over all of them in rank order (the result does not depend on timing),
@@ -18,9 +18,7 @@ namespace tandem::cuda {
 constexpr int kSkinnyMaxTokens = 64;
 
 struct SkinnyPlan {
-  int nw = 144;    // wgmma N: weight rows a warpgroup; built: (nw, stages, ks) = (144, 2, 2)
-  int stages = 2;  // pipeline depth                         or (80, 4, 2)
-  int ks = 2;      // 64-wide K sub-slices a stage
+  int nw = 144;    // wgmma N: weight rows a warpgroup, 144 or 80 (two or four stages)
   int splits = 1;  // blocks along K (a cluster), 1..8
   int rot = 1;     // K slices between neighbouring blocks' starting points
 };
