@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <string_view>
 
 #include "backend/cuda/check.cuh"
@@ -20,6 +21,16 @@ Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
   if (const char* e = std::getenv("TANDEM_SKINNY"); e && std::string_view(e) == "0")
     skinny_max_tokens_ = 0;
   if (const char* e = std::getenv("TANDEM_SKINNY_MIN_TOKENS")) skinny_min_tokens_ = std::atoi(e);
+  if (const char* e = std::getenv("TANDEM_SKINNY_MAX_TOKENS"))
+    skinny_max_tokens_ = std::min(std::atoi(e), kSkinnyMaxTokens);
+  if (const char* e = std::getenv("TANDEM_SKINNY_LINEAR")) {  // "min:max[:min_MiB]"
+    int lo = 0, hi = 0, mib = -1;
+    if (std::sscanf(e, "%d:%d:%d", &lo, &hi, &mib) >= 2) {
+      skinny_linear_min_ = lo;
+      skinny_linear_max_ = std::min(hi, kSkinnyMaxTokens);
+      if (mib >= 0) skinny_linear_min_bytes_ = size_t(mib) << 20;
+    }
+  }
   TANDEM_CUBLAS_CHECK(cublasLtCreate(&lt_));
   TANDEM_CUDA_CHECK(cudaMalloc(&workspace_, workspace_bytes_));
   int dev = 0;
@@ -166,16 +177,20 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
   TANDEM_CUBLAS_CHECK(st);
 }
 
-bool Gemm::skinny_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* act,
-                         int T, int I, int K, cudaStream_t stream) {
-  if (!skinny_ok_ || T < skinny_min_tokens_ || T > skinny_max_tokens_ || T > kSkinnyMaxTokens ||
-      I % 2 || K % 8 || size_t(2) * I * K * sizeof(__nv_bfloat16) < skinny_min_bytes_)
+bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y,
+                  int ldy, int T, int N, int K, bool swiglu, cudaStream_t stream) {
+  const int lo = swiglu ? skinny_min_tokens_ : skinny_linear_min_;
+  const int hi = swiglu ? skinny_max_tokens_ : skinny_linear_max_;
+  const size_t rows = swiglu ? size_t(2) * N : size_t(N);
+  if (!skinny_ok_ || T < lo || T > hi || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 ||
+      ldy % 2 ||
+      rows * K * sizeof(__nv_bfloat16) < (swiglu ? skinny_min_bytes_ : skinny_linear_min_bytes_))
     return false;
-  const auto key = std::make_tuple(T, I, K);
+  const auto key = std::make_tuple(T, N, K, swiglu);
   auto it = skinny_plans_.find(key);
   if (it == skinny_plans_.end())  // a shape's first use runs outside graph capture
-    it = skinny_plans_.emplace(key, skinny_plan(2 * I, K, T, sms_)).first;
-  skinny_gemm(X, K, W, act, I, T, I, K, /*swiglu=*/true, it->second, stream);
+    it = skinny_plans_.emplace(key, skinny_plan(int(rows), K, T, sms_, swiglu)).first;
+  skinny_gemm(X, ldx, W, Y, ldy, T, N, K, swiglu, it->second, stream);
   return true;
 }
 
@@ -186,6 +201,7 @@ void Gemm::linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16*
     gemv(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, stream);
     return;
   }
+  if (skinny(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, /*swiglu=*/false, stream)) return;
   cublas_linear(X, W, Y, T, N, K, stream, ldx, ldy);
 }
 
@@ -196,7 +212,7 @@ void Gemm::linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up,
     gemv(X, K, W_gate_up, act, I, T, I, K, stream, /*swiglu=*/true);
     return;
   }
-  if (skinny_swiglu(X, W_gate_up, act, T, I, K, stream)) return;
+  if (skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream)) return;
   cublas_linear(X, W_gate_up, scratch, T, 2 * I, K, stream);
   swiglu(scratch, act, T, I, stream);
 }

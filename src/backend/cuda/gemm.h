@@ -2,7 +2,7 @@
 // Linear layers: Y[T, N] = X[T, K] W[N, K]^T, bf16 row-major X and Y, weights in HF's
 // [out, in] layout, fp32 accumulate. T <= gemv_max_tokens goes to the small-batch GEMV
 // (gemv.cuh), which reads the weights closer to the bandwidth limit; larger T to cuBLASLt,
-// except the MLP's gate/up product at 8..64 rows, which the skinny GEMM (skinny_gemm.cuh)
+// except the MLP's gate/up product at 8..128 rows, which the skinny GEMM (skinny_gemm.cuh)
 // does with SwiGLU fused.
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -30,15 +30,24 @@ class Gemm {
   int gemv_max_tokens() const { return gemv_max_tokens_; }
   // The skinny GEMM's range for the SwiGLU product: rows [min, max] and the smallest fused
   // weight. Measured on the H200 (Qwen3-14B, docs/PERFORMANCE.md): its weight stream is about
-  // as fast as cuBLASLt's and it saves the SwiGLU kernel, so decode steps of 8-64 rows ran
-  // 0.6-2.9% faster; as a plain linear layer it was slower than cuBLASLt (shorter products
-  // do not hide its start), so linear() never uses it. TANDEM_SKINNY=0 (max 0) turns it off
-  // and TANDEM_SKINNY_MIN_TOKENS sets the minimum, for A/B measurements.
+  // as fast as cuBLASLt's and it saves the SwiGLU kernel, so decode steps of 8-128 rows ran
+  // 0.6-2.9% faster; as a plain linear layer it was slower than cuBLASLt in the model
+  // (shorter products do not hide its start), so linear() uses it only when asked (below).
+  // TANDEM_SKINNY=0 (max 0) turns it off and TANDEM_SKINNY_MIN_TOKENS sets the minimum, for
+  // A/B measurements.
   void set_skinny_tokens(int min, int max) {
     skinny_min_tokens_ = min;
     skinny_max_tokens_ = max;
   }
   void set_skinny_min_bytes(size_t b) { skinny_min_bytes_ = b; }
+  // The skinny GEMM's range for plain products in linear(): rows [min, max] of weights of at
+  // least min_bytes (default: none). TANDEM_SKINNY_LINEAR=min:max[:MiB] sets them (MiB
+  // default 1024), TANDEM_SKINNY_MAX_TOKENS the SwiGLU maximum.
+  void set_skinny_linear_tokens(int min, int max, size_t min_bytes = 0) {
+    skinny_linear_min_ = min;
+    skinny_linear_max_ = max;
+    skinny_linear_min_bytes_ = min_bytes;
+  }
 
   // ldx/ldy: row strides of X and Y in elements (0: K and N). Capturable in a CUDA graph
   // once the shape has been run outside capture (the algorithm is chosen then).
@@ -100,13 +109,16 @@ class Gemm {
   size_t workspace_bytes_ = 0;
   int gemv_max_tokens_ = 4;
   int skinny_min_tokens_ = 8, skinny_max_tokens_ = kSkinnyMaxTokens;
+  int skinny_linear_min_ = 8, skinny_linear_max_ = 0;
+  size_t skinny_linear_min_bytes_ = size_t(1) << 30;
   size_t skinny_min_bytes_ = size_t(96) << 20;
   bool skinny_ok_ = false;  // skinny_supported()
   int sms_ = 0;
-  // The SwiGLU product by the skinny GEMM, if it takes this shape; plans by (T, I, K).
-  bool skinny_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* act, int T,
-                     int I, int K, cudaStream_t stream);
-  std::map<std::tuple<int, int, int>, SkinnyPlan> skinny_plans_;
+  // The product by the skinny GEMM (N output columns; the SwiGLU form reads 2N weight rows),
+  // if it takes this shape; plans by (T, N, K, swiglu).
+  bool skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
+              int T, int N, int K, bool swiglu, cudaStream_t stream);
+  std::map<std::tuple<int, int, int, bool>, SkinnyPlan> skinny_plans_;
   Choice choice_ = Choice::kHeuristic;
   bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;

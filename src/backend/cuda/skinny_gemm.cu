@@ -14,36 +14,44 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kBK = 64;               // K sub-slice: one 128-byte swizzled row
-constexpr int kRowsX = 64;            // X rows in a stage (the wgmma M; rows >= T are zeros)
 constexpr int kThreads = 256;         // two warpgroups
 constexpr int kMaxSplits = 8;         // the portable cluster size
 constexpr int kMaxSmem = 226 * 1024;  // dynamic; the barriers take a little static memory
 constexpr int KS = 2;  // 64-wide K sub-slices a stage: 256-byte runs of each weight row
 
-// The tile widths built (nw = wgmma N, weight rows a warpgroup) and their pipeline depths:
-// 288-row tiles fit two stages, 160-row tiles four.
-__host__ __device__ constexpr bool built(int nw) {
-  return nw == 80 || nw == 144;
+// The kernels built: tile width nw (wgmma N, weight rows a warpgroup) and mt, the 64-row
+// X tiles a block multiplies (X rows padded to 64 mt; rows >= T read as zeros). Every X tile
+// shares the stage's weights, so more rows cost compute and X copies but no weight reads.
+// (Three X tiles beside 160-row weight tiles were built and measured: 1.2-1.4x slower than
+// cuBLASLt + SwiGLU at 160-192 rows, so T stops at 128.)
+__host__ __device__ constexpr bool built(int nw, int mt) {
+  return (nw == 80 || nw == 144) && mt >= 1 && mt <= 2;
 }
-__host__ __device__ constexpr int stages_for(int nw) {
-  return nw == 80 ? 4 : 2;
+__host__ __device__ constexpr int stage_bytes(int nw, int mt) {
+  return KS * (2 * nw + 64 * mt) * kBK * 2;
+}
+// As many stages as fit (at most 4): 288-row tiles two, 160-row tiles four at 64 rows.
+__host__ __device__ constexpr int stages_for(int nw, int mt) {
+  return (kMaxSmem - 1024) / stage_bytes(nw, mt) < 4 ? (kMaxSmem - 1024) / stage_bytes(nw, mt)
+                                                     : 4;
 }
 
 // Tile layout: warpgroup w multiplies tile rows [w NW, (w + 1) NW). Plain form: tile row r is
 // weight row c0 + r. SwiGLU form: each warpgroup's rows are NW / 2 gate rows, then the up
 // rows of the same output columns, so a thread holds gate and up of a column together.
-// Everything arrives by TMA: X (`xm`, T rows; the rows up to 64 read as zeros) and the
+// Everything arrives by TMA: X (`xm`, T rows; the rows up to 64 MT read as zeros) and the
 // weights (`wa`: all rows, or the gate rows; `wb`: the up rows).
 // A stage holds KS consecutive 64-wide K sub-slices, so each weight row is read in runs of
-// 128 KS contiguous bytes; the depth STAGES follows from NW (stages_for).
-template <int NW, bool SWIGLU>
+// 128 KS contiguous bytes; the depth STAGES follows from NW and MT (stages_for).
+template <int NW, int MT, bool SWIGLU>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_kernel(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap wa,
                   const __grid_constant__ CUtensorMap wb, bf16_t* __restrict__ Y, int ldy, int T,
                   int N, int K, int iters_per_split, int rot) {
 #ifdef TANDEM_WGMMA
   extern __shared__ unsigned char smem_raw[];
-  constexpr int STAGES = stages_for(NW);
+  constexpr int STAGES = stages_for(NW, MT);
+  constexpr int kRowsX = 64 * MT;  // X rows in a stage
   __shared__ uint64_t full[STAGES];  // stage s has landed (phase = use count & 1)
   launch_dependents();
   constexpr int BN = 2 * NW;                   // weight rows in the tile
@@ -104,9 +112,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   grid_dependency_wait();  // before this block writes Y
 
-  float acc[NW / 2];
+  float acc[MT][NW / 2];
 #pragma unroll
-  for (int i = 0; i < NW / 2; ++i) acc[i] = 0.0f;
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < NW / 2; ++i) acc[mt][i] = 0.0f;
   for (int it = 0; it < nk; ++it) {
     mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
     __syncthreads();  // every warp is done with the stage refilled next
@@ -122,19 +132,25 @@ __global__ void __launch_bounds__(kThreads, 1)
       const bf16_t* tx = sx + ((it % STAGES) * KS + j) * kRowsX * kBK;
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk)  // 16 k = 32 bytes into the swizzled rows
-        Wgmma<NW>::run(acc, wgmma_desc(tx + 16 * kk), wgmma_desc(tw + 16 * kk), 1);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          Wgmma<NW>::run(acc[mt], wgmma_desc(tx + mt * 64 * kBK + 16 * kk),
+                         wgmma_desc(tw + 16 * kk), 1);
     }
     wgmma_commit();
     wgmma_wait<0>();
-    wgmma_hold(acc);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) wgmma_hold(acc[mt]);
   }
 
-  // acc[4j + e]: X row 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q + (e & 1).
+  // acc[mt][4j + e]: X row 64 mt + 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q +
+  // (e & 1).
   const int S = gridDim.y;
   if (S == 1) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int m = 16 * wq + g + 8 * h;
+    for (int i = 0; i < 2 * MT; ++i) {
+      const int mt = i >> 1, h = i & 1;
+      const int m = 64 * mt + 16 * wq + g + 8 * h;
       if (m >= T) continue;
 #pragma unroll
       for (int j = 0; j < (SWIGLU ? NW / 16 : NW / 8); ++j) {
@@ -144,10 +160,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         __nv_bfloat162 v;
         if constexpr (SWIGLU) {
           const int u = 4 * (j + NW / 16);  // the up column's accumulators
-          v = __floats2bfloat162_rn(swiglu_bf16(acc[4 * j + 2 * h], acc[u + 2 * h]),
-                                    swiglu_bf16(acc[4 * j + 2 * h + 1], acc[u + 2 * h + 1]));
+          v = __floats2bfloat162_rn(
+              swiglu_bf16(acc[mt][4 * j + 2 * h], acc[mt][u + 2 * h]),
+              swiglu_bf16(acc[mt][4 * j + 2 * h + 1], acc[mt][u + 2 * h + 1]));
         } else {
-          v = __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          v = __floats2bfloat162_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
         }
         *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
       }
@@ -161,13 +178,14 @@ __global__ void __launch_bounds__(kThreads, 1)
   __syncthreads();  // every warp is done with the pipeline buffers
   float* red = reinterpret_cast<float*>(sw);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int m = 16 * wq + g + 8 * h;
+  for (int i = 0; i < 2 * MT; ++i) {
+    const int mt = i >> 1, h = i & 1;
+    const int m = 64 * mt + 16 * wq + g + 8 * h;
     if (m >= T) continue;
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j)
       *reinterpret_cast<float2*>(red + size_t(m) * BN + wg * NW + 8 * j + 2 * q) =
-          make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
   }
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
@@ -233,17 +251,19 @@ CUtensorMap tensor_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
   return m;
 }
 
-size_t smem_bytes(int nw) {
-  const size_t pipe = size_t(stages_for(nw)) * KS * (2 * nw + kRowsX) * kBK * sizeof(bf16_t);
-  const size_t partial = size_t(kRowsX) * 2 * nw * sizeof(float);  // split-K partial
-  return std::max(pipe, partial) + 1024;                           // + alignment slack
+int tiles_x(int T) { return (T + 63) / 64; }
+
+size_t smem_bytes(int nw, int mt) {
+  const size_t pipe = size_t(stages_for(nw, mt)) * stage_bytes(nw, mt);
+  const size_t partial = size_t(64 * mt) * 2 * nw * sizeof(float);  // split-K partial
+  return std::max(pipe, partial) + 1024;                             // + alignment slack
 }
 
-// The kernel for (NW, swiglu), its dynamic shared memory allowance raised once.
-template <int NW, bool SWIGLU>
+// The kernel for (NW, MT, swiglu), its dynamic shared memory allowance raised once.
+template <int NW, int MT, bool SWIGLU>
 KernelFn kernel_for() {
   static const KernelFn k = [] {
-    KernelFn f = skinny_kernel<NW, SWIGLU>;
+    KernelFn f = skinny_kernel<NW, MT, SWIGLU>;
     TANDEM_CUDA_CHECK(
         cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem));
     return f;
@@ -252,18 +272,20 @@ KernelFn kernel_for() {
 }
 
 template <bool SW>
-KernelFn kernel_sw(int nw) {
-  return nw == 80 ? kernel_for<80, SW>() : kernel_for<144, SW>();
+KernelFn kernel_sw(int nw, int mt) {
+  if (nw == 144) return mt == 1 ? kernel_for<144, 1, SW>() : kernel_for<144, 2, SW>();
+  return mt == 1 ? kernel_for<80, 1, SW>() : kernel_for<80, 2, SW>();
 }
 
-KernelFn kernel(const SkinnyPlan& p, bool swiglu) {
-  return swiglu ? kernel_sw<true>(p.nw) : kernel_sw<false>(p.nw);
+// Only for built(p.nw, mt).
+KernelFn kernel(const SkinnyPlan& p, int mt, bool swiglu) {
+  return swiglu ? kernel_sw<true>(p.nw, mt) : kernel_sw<false>(p.nw, mt);
 }
 
 // Launch configuration: one block per tile and K split, the splits of a tile one cluster,
 // programmatic dependent launch where enabled. `attrs` must outlive the returned config.
-cudaLaunchConfig_t config(const SkinnyPlan& p, int N, int K, bool swiglu, cudaStream_t stream,
-                          cudaLaunchAttribute (&attrs)[2], int& per_split) {
+cudaLaunchConfig_t config(const SkinnyPlan& p, int N, int K, int mt, bool swiglu,
+                          cudaStream_t stream, cudaLaunchAttribute (&attrs)[2], int& per_split) {
   const int cols = swiglu ? p.nw : 2 * p.nw;
   const int num_iters = (K + KS * kBK - 1) / (KS * kBK);
   per_split = (num_iters + p.splits - 1) / p.splits;
@@ -271,7 +293,7 @@ cudaLaunchConfig_t config(const SkinnyPlan& p, int N, int K, bool swiglu, cudaSt
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3((N + cols - 1) / cols, splits);
   cfg.blockDim = dim3(kThreads);
-  cfg.dynamicSmemBytes = smem_bytes(p.nw);
+  cfg.dynamicSmemBytes = smem_bytes(p.nw, mt);
   cfg.stream = stream;
   int n = 0;
   if (pdl_enabled()) {
@@ -315,27 +337,28 @@ bool skinny_supported() {
   return ok;
 }
 
-SkinnyPlan skinny_plan(int rows, int K, int T, int sms) {
-  (void)T;  // X is padded to 64 rows whatever T is
+SkinnyPlan skinny_plan(int rows, int K, int T, int sms, bool swiglu) {
   // Measured on the H200 at Qwen3-14B's decode shapes (SkinnyGemmTiming sweeps, products
-  // kept apart): 288-row tiles in two stages of 128-wide K slices, K split until about half
-  // the SMs stream, and neighbouring blocks one slice apart, were the fastest for the SwiGLU
-  // product at 8-64 rows, or within 2% of the fastest for the others; 160-row tiles in four
-  // stages where 288-row tiles would outnumber the SMs. More blocks at once read slower.
-  SkinnyPlan p{144, 1, 1};
+  // kept apart): for the SwiGLU product at 8-128 rows, 288-row tiles in two stages of
+  // 128-wide K slices, K split until about half the SMs stream (160-row tiles in four stages
+  // where 288-row tiles would outnumber the SMs), neighbouring blocks one slice apart. For
+  // the plain products (qkv, o, down, lm_head), 160-row tiles with K split until about 0.6
+  // of the SMs stream were the fastest or within 2-4% of it. More blocks at once read slower.
+  const int mt = tiles_x(std::clamp(T, 1, kSkinnyMaxTokens));
+  SkinnyPlan p{swiglu ? 144 : 80, 1, 1};
   if ((rows + 2 * p.nw - 1) / (2 * p.nw) > sms) p.nw = 80;
   const int tiles = (rows + 2 * p.nw - 1) / (2 * p.nw);
   const int num_iters = (K + KS * kBK - 1) / (KS * kBK);
-  while (tiles * p.splits < sms * 9 / 20 && p.splits < kMaxSplits &&
-         2 * (p.splits + 1) <= num_iters)
+  const int want = swiglu ? sms * 9 / 20 : sms * 3 / 5;
+  while (tiles * p.splits < want && p.splits < kMaxSplits && 2 * (p.splits + 1) <= num_iters)
     ++p.splits;
   // The clusters of a split plan must all fit at once.
   while (p.splits > 1) {
     cudaLaunchAttribute attrs[2];
     int per = 0;
-    cudaLaunchConfig_t cfg = config(p, rows, K, false, nullptr, attrs, per);
+    cudaLaunchConfig_t cfg = config(p, rows, K, mt, false, nullptr, attrs, per);
     int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, kernel(p, false), &cfg) == cudaSuccess &&
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel(p, mt, false), &cfg) == cudaSuccess &&
         clusters >= tiles)
       break;
     cudaGetLastError();
@@ -344,22 +367,28 @@ SkinnyPlan skinny_plan(int rows, int K, int T, int sms) {
   return p;
 }
 
+bool skinny_plan_fits(const SkinnyPlan& p, int T) {
+  return T >= 1 && T <= kSkinnyMaxTokens && built(p.nw, tiles_x(T));
+}
+
 void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
                  bool swiglu, const SkinnyPlan& plan, cudaStream_t stream) {
   if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 ||
       reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
-      !built(plan.nw) || plan.splits < 1 || plan.rot < 0 || plan.splits > kMaxSplits)
+      !skinny_plan_fits(plan, T) || plan.splits < 1 || plan.rot < 0 ||
+      plan.splits > kMaxSplits)
     cuda_fail("skinny_gemm", "unsupported shape or plan", __FILE__, __LINE__);
   if (!skinny_supported())  // the kernel body exists only in sm_90a code
     cuda_fail("skinny_gemm", "this GPU runs no sm_90a code", __FILE__, __LINE__);
+  const int mt = tiles_x(T);
   cudaLaunchAttribute attrs[2];
   int per_split = 0;
-  cudaLaunchConfig_t cfg = config(plan, N, K, swiglu, stream, attrs, per_split);
-  const CUtensorMap xm = tensor_map(X, T, K, ldx, kRowsX);
+  cudaLaunchConfig_t cfg = config(plan, N, K, mt, swiglu, stream, attrs, per_split);
+  const CUtensorMap xm = tensor_map(X, T, K, ldx, 64 * mt);
   const CUtensorMap wa = tensor_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
   const CUtensorMap wb = swiglu ? tensor_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
-  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, swiglu), xm, wa, wb, Y, ldy, T, N, K,
-                                       per_split, plan.rot));
+  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu), xm, wa, wb, Y, ldy, T, N,
+                                       K, per_split, plan.rot));
 }
 
 }  // namespace tandem::cuda

@@ -1,9 +1,10 @@
 #pragma once
-// Decode-sized linear layer on Hopper tensor cores: Y[T, N] = X[T, K] W[N, K]^T for T <= 64
+// Decode-sized linear layer on Hopper tensor cores: Y[T, N] = X[T, K] W[N, K]^T for T <= 128
 // rows, bf16 in and out, fp32 accumulate. Memory-bound: each block (two warpgroups) streams a
-// tile of 2 x `nw` weight rows and the X rows (padded to 64) through a TMA pipeline of
-// 128-wide K slices in shared memory, one block an SM, and multiplies them with
-// wgmma (m64 n`nw` k16) straight from shared memory. `splits` blocks divide K as one
+// tile of 2 x `nw` weight rows and the X rows (padded to a multiple of 64) through a TMA
+// pipeline of 128-wide K slices in shared memory, one block an SM, and multiplies them with
+// wgmma (m64 n`nw` k16, once per 64 X rows) straight from shared memory, so the weights are
+// read once whatever T is. `splits` blocks divide K as one
 // thread-block cluster: each leaves its fp32 partial in its shared memory and each adds a
 // slice of the rows over all of them in rank order (the result does not depend on timing),
 // so no partial goes to global memory and no second kernel runs. The SwiGLU form pairs gate
@@ -15,10 +16,10 @@
 
 namespace tandem::cuda {
 
-constexpr int kSkinnyMaxTokens = 64;
+constexpr int kSkinnyMaxTokens = 128;
 
 struct SkinnyPlan {
-  int nw = 144;    // wgmma N: weight rows a warpgroup, 144 or 80 (two or four stages)
+  int nw = 144;    // wgmma N: weight rows a warpgroup, 144 or 80
   int splits = 1;  // blocks along K (a cluster), 1..8
   int rot = 1;     // K slices between neighbouring blocks' starting points
 };
@@ -27,9 +28,13 @@ struct SkinnyPlan {
 bool skinny_supported();
 
 // The launch shape for `rows` weight rows (2I for the SwiGLU form), K and T on a GPU with
-// `sms` multiprocessors: 288-row tiles (160 where those would outnumber the SMs), K split
-// until about half the SMs stream.
-SkinnyPlan skinny_plan(int rows, int K, int T, int sms);
+// `sms` multiprocessors: for the SwiGLU form 288-row tiles (160 where those would outnumber
+// the SMs) with K split until about half the SMs stream; for plain products 160-row tiles
+// split until about 0.6 of them do.
+SkinnyPlan skinny_plan(int rows, int K, int T, int sms, bool swiglu);
+
+// Whether a kernel for `plan` at T rows is built (nw 80 or 144, 1 <= T <= kSkinnyMaxTokens).
+bool skinny_plan_fits(const SkinnyPlan& plan, int T);
 
 // X: [T, K] with row stride ldx; W: [rows, K]; Y: [T, N] with row stride ldy.
 // N % 2 == 0, K % 8 == 0, ldx % 8 == 0, ldy % 2 == 0, 1 <= T <= kSkinnyMaxTokens.

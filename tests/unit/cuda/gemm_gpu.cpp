@@ -47,6 +47,16 @@ TEST(CudaKernels, CublasLinearMatchesCpu) {
   check_linear(rng, g, false, 2, 1000, 640, 640, 1000);
 }
 
+// linear() with the skinny GEMM's plain range switched on (on sm_90a; elsewhere cuBLASLt),
+// row strides as the runner uses them, at one and two 64-row X tiles.
+TEST(CudaKernels, LinearSkinnyRangeMatchesCpu) {
+  Rng rng(test_seed() + 25);
+  Gemm g(0);
+  g.set_skinny_linear_tokens(1, kSkinnyMaxTokens);
+  for (int T : {3, 64, 101, 128}) check_linear(rng, g, false, T, 520, 264, 264, 520);
+  check_linear(rng, g, false, 90, 136, 200, 208, 144);
+}
+
 // Plans are shared by every T of a bucket (the n extent changes per call) and the timed
 // choice must give the same products as the library's first answer; an engine whose step
 // sizes vary over 1..700 keeps a bounded number of plans.
@@ -75,13 +85,14 @@ TEST(CudaKernels, CublasPlansPerBucketStayCorrectAndBounded) {
 }
 
 // act = silu(x Wg^T) * (x Wu^T): the fused GEMV (T <= 8), cuBLASLt + SwiGLU (larger T) and,
-// on sm_90a, the skinny GEMM (from 8 rows; here for any weight size).
+// on sm_90a, the skinny GEMM (here from 8 to 128 rows, for any weight size).
 TEST(CudaKernels, LinearSwigluMatchesCpu) {
   Rng rng(test_seed() + 23);
   Gemm g(kGemvMaxTokens);
   g.set_skinny_min_bytes(0);
+  g.set_skinny_tokens(8, kSkinnyMaxTokens);
   const int I = 344, K = 648;
-  for (int T : {1, 2, 5, 7, 8, 37, 64}) {
+  for (int T : {1, 2, 5, 7, 8, 37, 64, 100, 128}) {
     auto x = random_bf16(rng, size_t(T) * K);
     auto w = random_bf16(rng, size_t(2 * I) * K, 2.0 / std::sqrt(double(K)));
     Dev<bf16_t> dx(x), dw(w), dact(size_t(T) * I), dscratch(size_t(T) * 2 * I);

@@ -76,17 +76,28 @@ TEST(CudaKernels, SkinnyGemmMatchesCpu) {
   const int sms = num_sms();
   // N = 1002 is not a whole number of tiles, K = 1160 not of 32-wide slices.
   for (int T : {1, 9, 16, 17, 40, 64}) {
-    check(rng, T, 1002, 1160, 1160, 1002, false, skinny_plan(1002, 1160, T, sms));
+    check(rng, T, 1002, 1160, 1160, 1002, false, skinny_plan(1002, 1160, T, sms, false));
     check(rng, T, 1002, 1160, 1168, 1010, false, {80, 1, 0});
     check(rng, T, 1002, 1160, 1160, 1002, false, {144, 3, 0});
     check(rng, T, 1002, 1160, 1160, 1002, false, {80, 4, 5});
   }
   for (int T : {5, 33, 64}) {
-    check(rng, T, 344, 648, 648, 344, true, skinny_plan(688, 648, T, sms));
+    check(rng, T, 344, 648, 648, 344, true, skinny_plan(688, 648, T, sms, true));
     check(rng, T, 344, 648, 648, 344, true, {80, 2, 1});
     check(rng, T, 344, 648, 656, 352, true, {144, 3, 3});
   }
   check(rng, 64, 8, 8, 8, 8, false, {80, 1, 0});  // one 8-wide K slice, one partial tile
+  // Two 64-row X tiles (the second one partial) sharing each weight stage.
+  for (int T : {65, 100, 128}) {
+    check(rng, T, 1002, 1160, 1160, 1002, false, skinny_plan(1002, 1160, T, sms, false));
+    check(rng, T, 1002, 1160, 1168, 1010, false, {144, 1, 0});
+    check(rng, T, 1002, 1160, 1160, 1002, false, {80, 3, 5});
+    check(rng, T, 344, 648, 656, 352, true, {144, 3, 3});
+    check(rng, T, 344, 648, 648, 344, true, skinny_plan(688, 648, T, sms, true));
+  }
+  EXPECT_TRUE(skinny_plan_fits({80, 1, 1}, 128));
+  EXPECT_FALSE(skinny_plan_fits({144, 1, 1}, 129));
+  EXPECT_FALSE(skinny_plan_fits({96, 1, 1}, 64));
 }
 
 // Decode shapes of Qwen3-14B: the library against the skinny kernel's automatic plan and the
@@ -104,14 +115,15 @@ TEST(CudaKernels, SkinnyGemmTiming) {
   };
   Gemm lib(0);
   for (Shape sh : {Shape{"qkv", 7168, 5120, false}, Shape{"o", 5120, 5120, false},
-                   Shape{"gate_up", 17408, 5120, true}, Shape{"down", 5120, 17408, false}}) {
+                   Shape{"gate_up", 17408, 5120, true}, Shape{"down", 5120, 17408, false},
+                   Shape{"lm_head", 151936, 5120, false}}) {
     const int rows = sh.swiglu ? 2 * sh.N : sh.N;
     const size_t wbytes = size_t(rows) * sh.K * 2;
     const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
     std::vector<std::unique_ptr<Dev<bf16_t>>> ws;
     auto w = random_bf16(rng, size_t(rows) * sh.K, 0.02);
     for (int c = 0; c < copies; ++c) ws.push_back(std::make_unique<Dev<bf16_t>>(w));
-    for (int T : {64, 32, 16, 8}) {
+    for (int T : {128, 96, 64, 32, 16, 8}) {
       auto x = random_bf16(rng, size_t(T) * sh.K);
       Dev<bf16_t> dx(x), dy(size_t(T) * sh.N), dgu(size_t(T) * rows), dsep(1);
       int rep = 0;
@@ -137,7 +149,7 @@ TEST(CudaKernels, SkinnyGemmTiming) {
           skinny_gemm(dx.get(), sh.K, W, dy.get(), sh.N, T, sh.N, sh.K, sh.swiglu, p, nullptr);
         });
       };
-      const SkinnyPlan ap = skinny_plan(rows, sh.K, T, sms);
+      const SkinnyPlan ap = skinny_plan(rows, sh.K, T, sms, sh.swiglu);
       const double t_auto = run_plan(ap);
       struct Row {
         double us;
@@ -148,7 +160,7 @@ TEST(CudaKernels, SkinnyGemmTiming) {
         for (int splits : {1, 2, 3, 4})
           for (int rot : {0, 1, 5, 13}) {
             const SkinnyPlan p{nw, splits, rot};
-            sweep.push_back({run_plan(p), p});
+            if (skinny_plan_fits(p, T)) sweep.push_back({run_plan(p), p});
           }
       std::sort(sweep.begin(), sweep.end(), [](const Row& a, const Row& b) { return a.us < b.us; });
       auto tbs = [&](double us) { return (wbytes + double(T) * sh.K * 2) / us * 1e-6; };
