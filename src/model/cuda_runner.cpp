@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -96,6 +97,14 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   qkv_.alloc(T * qkv_dim * 2, "activations");
   attn_.alloc(T * cfg_.q_size() * 2, "activations");
   gu_.alloc(T * 2 * I * 2, "activations");
+  // Off by default. Measured on the H200 (Qwen3-14B, PERFORMANCE.md, sixth session): two
+  // partials made b=64 / 128 decode steps 1.4 / 2-3% faster than the library's split-K and
+  // reduction kernel, but the engine at C=64 no faster and its ITL p99 worse (not yet
+  // explained), so TANDEM_DOWN_PARTS=S only asks for it.
+  if (const char* e = std::getenv("TANDEM_DOWN_PARTS"))
+    down_splits_ = std::clamp(std::atoi(e), 0, 8);
+  if (down_splits_ >= 2)
+    parts_.alloc(size_t(down_splits_) * cuda::Gemm::kPartsMaxTokens * H * 4, "down partials");
   act_.alloc(T * I * 2, "activations");
   const size_t LC = kLogitChunk;
   lx_.alloc(LC * H * 2, "logits");
@@ -261,9 +270,15 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
   bf16_t *gu = gu_.as<bf16_t>(), *act = act_.as<bf16_t>();
   const cuda::RopeArgs rope{inv_freq_.as<float>(), rope_.attention_factor};
   cuda::gather_rows(m.tokens, w_.embed, x, T, H, stream_);
+  const size_t part_stride = size_t(cuda::Gemm::kPartsMaxTokens) * H;
+  bool in_parts = false;  // the previous layer left its down product in parts_
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     const CudaLayerWeights& L = w_.layers[size_t(l)];
-    cuda::add_rmsnorm(x, l == 0 ? nullptr : delta, L.in_norm, h, T, H, eps, stream_);
+    if (in_parts)
+      cuda::add_rmsnorm_parts(x, parts_.as<float>(), down_splits_, part_stride, L.in_norm, h, T, H,
+                              eps, stream_);
+    else
+      cuda::add_rmsnorm(x, l == 0 ? nullptr : delta, L.in_norm, h, T, H, eps, stream_);
     gemm_->linear(h, L.qkv, qkv, T, qkv_dim, H, stream_);
     bf16_t* kc = k_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
     bf16_t* vc = v_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
@@ -281,7 +296,12 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
     gemm_->linear(attn, L.o, delta, T, H, Q, stream_);
     cuda::add_rmsnorm(x, delta, L.post_norm, h, T, H, eps, stream_);
     gemm_->linear_swiglu(h, L.gate_up, act, gu, T, I, H, stream_);
-    gemm_->linear(act, L.down, delta, T, H, I, stream_);
+    // The last layer's down product goes to delta: the logit rows are gathered from it.
+    in_parts = down_splits_ >= 2 && l + 1 < cfg_.num_hidden_layers &&
+               T > gemm_->gemv_max_tokens() &&
+               gemm_->linear_parts(act, L.down, parts_.as<float>(), part_stride, T, H, I,
+                                   down_splits_, stream_);
+    if (!in_parts) gemm_->linear(act, L.down, delta, T, H, I, stream_);
   }
 }
 

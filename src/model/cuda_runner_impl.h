@@ -138,6 +138,11 @@ class CudaRunner final : public Runner {
   DevMem inv_freq_, x_, h_, qkv_, attn_, delta_, gu_, act_, lx_, ld_, lh_, lb_, lf_, attn_ws_;
   DevMem k_cache_, v_cache_;
   size_t layer_elems_ = 0;  // K (or V) elements of one layer's cache
+  // Steps of up to Gemm::kPartsMaxTokens rows leave the down product as `down_splits_` fp32
+  // partials in parts_ (each [kPartsMaxTokens, hidden]) and the next layer's norm adds them
+  // up: no reduction kernel of the library's. 0 (off) unless TANDEM_DOWN_PARTS=S asks.
+  DevMem parts_;
+  int down_splits_ = 0;
   DevMem meta_dev_;
   char* meta_host_ = nullptr;
   size_t meta_cap_ = 0;

@@ -40,12 +40,14 @@ Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
 }
 
 Gemm::~Gemm() {
-  for (auto& [k, p] : plans_) {
+  auto destroy = [](Plan& p) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.op);
-  }
+  };
+  for (auto& [k, p] : plans_) destroy(p);
+  for (auto& [k, p] : part_plans_) destroy(p);
   cudaFree(workspace_);
   cublasLtDestroy(lt_);
 }
@@ -97,7 +99,7 @@ void Gemm::set_cols(Plan& p, int T) {
 }
 
 cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
-                         const __nv_bfloat16* W, __nv_bfloat16* Y, cudaStream_t stream) {
+                         const __nv_bfloat16* W, void* Y, cudaStream_t stream) {
   const float alpha = 1.0f, beta = 0.0f;
   return cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &algo,
                         workspace_, workspace_bytes_, stream);
@@ -106,8 +108,8 @@ cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const 
 // The library's top candidates for T_query rows (>= T); outside graph capture each is timed
 // on the real operands at T rows (the result is recomputed by the caller) and the fastest is
 // kept.
-void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y,
-                  int T, int N, int K, cudaStream_t stream, int T_query) {
+void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T,
+                  int N, int K, cudaStream_t stream, int T_query) {
   constexpr int kCandidates = 8;
   cublasLtMatmulPreference_t pref;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -175,6 +177,56 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
     st = run(p, it->second, X, W, Y, stream);
   }
   TANDEM_CUBLAS_CHECK(st);
+}
+
+bool Gemm::linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P,
+                        size_t part_stride, int T, int N, int K, int S, cudaStream_t stream) {
+  if (T <= 0 || T > kPartsMaxTokens || S < 2 || K % S || (K / S) % 8 ||
+      part_stride < size_t(T) * N || part_stride % 4)
+    return false;
+  const int Ks = K / S;
+  const auto key = std::make_tuple(bucket(T), N, K, S, part_stride);
+  auto it = part_plans_.find(key);
+  if (it == part_plans_.end()) {
+    Plan p;
+    TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    TANDEM_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    TANDEM_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, Ks, N, K));
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, Ks, T, K));
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, T, N));
+    const int32_t count = S;
+    const int64_t k_off = Ks, c_off = int64_t(part_stride);
+    for (auto [layout, off] :
+         {std::pair{p.a, k_off}, std::pair{p.b, k_off}, std::pair{p.c, c_off}}) {
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &off, sizeof(off)));
+    }
+    p.T = T;
+    choose(p, X, W, P, T, N, Ks, stream, bucket(T));
+    it = part_plans_.emplace(key, p).first;
+  }
+  Plan& p = it->second;
+  set_cols(p, T);
+  cublasStatus_t st = run(p, p.algo, X, W, P, stream);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) {  // the bucket's algorithm refuses this T: the
+    ++exact_fallbacks_;                      // library's choice for exactly T, asked once
+    const auto ekey = std::make_tuple(T, N, K, S, part_stride);
+    auto e = part_exact_.find(ekey);
+    if (e == part_exact_.end()) {
+      Plan exact = p;
+      choose(exact, X, W, P, T, N, Ks, stream, T);
+      e = part_exact_.emplace(ekey, exact.algo).first;
+    }
+    st = run(p, e->second, X, W, P, stream);
+  }
+  TANDEM_CUBLAS_CHECK(st);
+  return true;
 }
 
 bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y,

@@ -60,6 +60,14 @@ class Gemm {
   void linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up, __nv_bfloat16* act,
                      __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream);
 
+  // Split K without the library's reduction: the S products of X[:, slice p] W[:, slice p]^T
+  // over S equal 8-aligned K slices go to P + p * part_stride as fp32 [T, N] (one strided
+  // batch), for the kernel after it to add up (add_rmsnorm_parts). False, with nothing
+  // launched, where K does not split so or T > kPartsMaxTokens.
+  static constexpr int kPartsMaxTokens = 128;
+  bool linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P, size_t part_stride,
+                    int T, int N, int K, int S, cudaStream_t stream);
+
   // Forces cuBLASLt regardless of T (for tests and benchmarks).
   void cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
                      int K, cudaStream_t stream, int ldx = 0, int ldy = 0);
@@ -98,11 +106,14 @@ class Gemm {
   };
   Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
              int ldx, int ldy, cudaStream_t stream);
-  void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
-              int N, int K, cudaStream_t stream, int T_query);
+  void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N,
+              int K, cudaStream_t stream, int T_query);
   void set_cols(Plan& p, int T);  // the n extent (rows of X and Y) the layouts describe
   cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
-                     const __nv_bfloat16* W, __nv_bfloat16* Y, cudaStream_t stream);
+                     const __nv_bfloat16* W, void* Y, cudaStream_t stream);
+  // linear_parts' plans by (bucket of T, N, K, S, part_stride).
+  std::map<std::tuple<int, int, int, int, size_t>, Plan> part_plans_;
+  std::map<std::tuple<int, int, int, int, size_t>, cublasLtMatmulAlgo_t> part_exact_;
 
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;

@@ -11,4 +11,11 @@ namespace tandem::cuda {
 void add_rmsnorm(__nv_bfloat16* x, const __nv_bfloat16* delta, const __nv_bfloat16* w,
                  __nv_bfloat16* out, int T, int dim, float eps, cudaStream_t stream);
 
+// The same with delta given as `parts` fp32 partial sums (a split-K product's partials:
+// parts[p * part_stride + t * dim + c]): delta = bf16(sum over p, in order), so the
+// reduction of the product and the norm after it are one kernel.
+void add_rmsnorm_parts(__nv_bfloat16* x, const float* parts, int nparts, size_t part_stride,
+                       const __nv_bfloat16* w, __nv_bfloat16* out, int T, int dim, float eps,
+                       cudaStream_t stream);
+
 }  // namespace tandem::cuda

@@ -2,6 +2,7 @@
 // with row strides as the runner uses them.
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/rmsnorm.cuh"
 #include "gpu_test_util.h"
 
 namespace tandem::cuda::test {
@@ -55,6 +56,56 @@ TEST(CudaKernels, LinearSkinnyRangeMatchesCpu) {
   g.set_skinny_linear_tokens(1, kSkinnyMaxTokens);
   for (int T : {3, 64, 101, 128}) check_linear(rng, g, false, T, 520, 264, 264, 520);
   check_linear(rng, g, false, 90, 136, 200, 208, 144);
+}
+
+// The down product as S fp32 partials (linear_parts), added up by the next norm
+// (add_rmsnorm_parts): the residual and the normed rows against a double CPU loop, and close
+// to the library's own split-K product followed by add_rmsnorm.
+TEST(CudaKernels, LinearPartsThenNormMatchesCpu) {
+  Rng rng(test_seed() + 26);
+  Gemm g(0);
+  const int N = 520, K = 1280;
+  const size_t stride = size_t(Gemm::kPartsMaxTokens) * N;
+  for (int S : {2, 4})
+    for (int T : {5, 64, 100, 128}) {
+      auto x = random_bf16(rng, size_t(T) * K);
+      auto w = random_bf16(rng, size_t(N) * K, 1.0 / std::sqrt(double(K)));
+      auto res = random_bf16(rng, size_t(T) * N);
+      auto nw = random_bf16(rng, N, 0.2, 1.0);
+      Dev<bf16_t> dx(x), dw(w), dnw(nw), dres(res), dres2(res), dh(size_t(T) * N),
+          dh2(size_t(T) * N), ddelta(size_t(T) * N);
+      Dev<float> parts(size_t(S) * stride);
+      ASSERT_TRUE(g.linear_parts(dx.get(), dw.get(), parts.get(), stride, T, N, K, S, nullptr));
+      add_rmsnorm_parts(dres.get(), parts.get(), S, stride, dnw.get(), dh.get(), T, N, 1e-6f,
+                        nullptr);
+      g.cublas_linear(dx.get(), dw.get(), ddelta.get(), T, N, K, nullptr);
+      add_rmsnorm(dres2.get(), ddelta.get(), dnw.get(), dh2.get(), T, N, 1e-6f, nullptr);
+      std::vector<double> ref_x, ref_h;
+      for (int t = 0; t < T; ++t) {
+        double ss = 0;
+        std::vector<double> row(N);
+        for (int n = 0; n < N; ++n) {
+          double d = 0;
+          for (int k = 0; k < K; ++k) d += double(x[size_t(t) * K + k]) * w[size_t(n) * K + k];
+          row[n] = res[size_t(t) * N + n] + d;
+          ss += row[n] * row[n];
+        }
+        const double r = 1.0 / std::sqrt(ss / N + 1e-6);
+        for (int n = 0; n < N; ++n) {
+          ref_x.push_back(row[n]);
+          ref_h.push_back(nw[n] * row[n] * r);
+        }
+      }
+      const std::string what = "S " + std::to_string(S) + " T " + std::to_string(T);
+      EXPECT_LT(rel_error(dres.floats(), ref_x), 8e-3) << what;
+      EXPECT_LT(rel_error(dh.floats(), ref_h), 1.2e-2) << what;
+      std::vector<double> lib_h;
+      for (float v : dh2.floats()) lib_h.push_back(v);
+      EXPECT_LT(rel_error(dh.floats(), lib_h), 1e-2) << what << " against the library's split";
+    }
+  float* none = nullptr;
+  EXPECT_FALSE(g.linear_parts(nullptr, nullptr, none, stride, 4, N, 1160, 2, nullptr));  // 580
+  EXPECT_FALSE(g.linear_parts(nullptr, nullptr, none, stride, 129, N, K, 2, nullptr));
 }
 
 // Plans are shared by every T of a bucket (the n extent changes per call) and the timed
