@@ -60,6 +60,19 @@ int Gemm::bucket(int T) {
 
 // Row-major Y[T,N] is column-major Y^T[N,T] = W (col-major [K,N], transposed) * X^T
 // (col-major [K,T]): A = W with TRANSA = T, B = X, m = N, n = T, k = K.
+void Gemm::init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy, cudaDataType_t y) {
+  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, N, ldw));
+  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, T, ldx));
+  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, y, N, T, ldy));
+  p.T = T;
+}
+
 Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
                        int N, int K, int ldx, int ldy, cudaStream_t stream) {
   auto key = std::make_tuple(bucket(T), N, K, ldx, ldy);
@@ -71,16 +84,7 @@ Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bflo
   }
   if (plans_.size() > (1u << 16)) fail(ErrorKind::kInternal, "gemm: too many distinct shapes");
   Plan p;
-  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, K, N, K));
-  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, K, T, ldx));
-  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, T, ldy));
-  p.T = T;
+  init_plan(p, K, T, N, K, ldx, ldy, CUDA_R_16BF);
   // The algorithm is chosen for the bucket's largest T: one chosen for the first T seen can
   // tile rows so tightly that a slightly larger T of the same bucket needs a whole extra
   // wave of tiles (H200: a 463-row step's GEMMs took 22.0 ms instead of 17.8).
@@ -162,17 +166,22 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = N;
   Plan& p = plan(X, W, Y, T, N, K, ldx, ldy, stream);
+  run_or_exact(p, exact_, {T, N, K, ldx, size_t(ldy)}, X, W, Y, T, N, K, stream);
+}
+
+void Gemm::run_or_exact(Plan& p, std::map<ExactKey, cublasLtMatmulAlgo_t>& exact,
+                        const ExactKey& key, const __nv_bfloat16* X, const __nv_bfloat16* W,
+                        void* Y, int T, int N, int k, cudaStream_t stream) {
   cublasStatus_t st = run(p, p.algo, X, W, Y, stream);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
     // The bucket's algorithm does not take this T: the library's choice for this exact
     // shape, asked once.
     ++exact_fallbacks_;
-    const auto key = std::make_tuple(T, N, K, ldx, ldy);
-    auto it = exact_.find(key);
-    if (it == exact_.end()) {
-      Plan exact = p;
-      choose(exact, X, W, Y, T, N, K, stream, T);
-      it = exact_.emplace(key, exact.algo).first;
+    auto it = exact.find(key);
+    if (it == exact.end()) {
+      Plan e = p;
+      choose(e, X, W, Y, T, N, k, stream, T);
+      it = exact.emplace(key, e.algo).first;
     }
     st = run(p, it->second, X, W, Y, stream);
   }
@@ -189,15 +198,7 @@ bool Gemm::linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P
   auto it = part_plans_.find(key);
   if (it == part_plans_.end()) {
     Plan p;
-    TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    TANDEM_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    TANDEM_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, Ks, N, K));
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, Ks, T, K));
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, N, T, N));
+    init_plan(p, Ks, T, N, K, K, N, CUDA_R_32F);
     const int32_t count = S;
     const int64_t k_off = Ks, c_off = int64_t(part_stride);
     for (auto [layout, off] :
@@ -207,25 +208,12 @@ bool Gemm::linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P
       TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
           layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &off, sizeof(off)));
     }
-    p.T = T;
     choose(p, X, W, P, T, N, Ks, stream, bucket(T));
     it = part_plans_.emplace(key, p).first;
   }
   Plan& p = it->second;
   set_cols(p, T);
-  cublasStatus_t st = run(p, p.algo, X, W, P, stream);
-  if (st == CUBLAS_STATUS_NOT_SUPPORTED) {  // the bucket's algorithm refuses this T: the
-    ++exact_fallbacks_;                      // library's choice for exactly T, asked once
-    const auto ekey = std::make_tuple(T, N, K, S, part_stride);
-    auto e = part_exact_.find(ekey);
-    if (e == part_exact_.end()) {
-      Plan exact = p;
-      choose(exact, X, W, P, T, N, Ks, stream, T);
-      e = part_exact_.emplace(ekey, exact.algo).first;
-    }
-    st = run(p, e->second, X, W, P, stream);
-  }
-  TANDEM_CUBLAS_CHECK(st);
+  run_or_exact(p, part_exact_, {T, N, K, S, part_stride}, X, W, P, T, N, Ks, stream);
   return true;
 }
 

@@ -89,7 +89,7 @@ class Gemm {
   // Products whose bucket's algorithm refused their exact T, and the exact-shape algorithms
   // chosen for them (each chosen once, then reused).
   uint64_t exact_fallbacks() const { return exact_fallbacks_; }
-  size_t num_exact_algos() const { return exact_.size(); }
+  size_t num_exact_algos() const { return exact_.size() + part_exact_.size(); }
 
   struct TuneRecord {  // what the timing found for one plan (for `tandem bench`)
     int T, N, K, candidates;
@@ -104,6 +104,10 @@ class Gemm {
     cublasLtMatmulAlgo_t algo{};
     int T = 0;  // the T the layouts b and c currently describe
   };
+  // The op (fp32 compute, W transposed) and layouts of Y[T, N] = X[T, k] W[N, k]^T with row
+  // strides ldw, ldx, ldy; Y of type y (bf16, or fp32 for partials).
+  static void init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy,
+                        cudaDataType_t y);
   Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
              int ldx, int ldy, cudaStream_t stream);
   void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N,
@@ -113,7 +117,15 @@ class Gemm {
                      const __nv_bfloat16* W, void* Y, cudaStream_t stream);
   // linear_parts' plans by (bucket of T, N, K, S, part_stride).
   std::map<std::tuple<int, int, int, int, size_t>, Plan> part_plans_;
-  std::map<std::tuple<int, int, int, int, size_t>, cublasLtMatmulAlgo_t> part_exact_;
+  // Algorithms for exact T where a bucket's refuses it: linear() by (T, N, K, ldx, ldy),
+  // linear_parts() by (T, N, K, S, part_stride).
+  using ExactKey = std::tuple<int, int, int, int, size_t>;
+  std::map<ExactKey, cublasLtMatmulAlgo_t> exact_, part_exact_;
+  // Runs p's algorithm, or where it refuses this T the library's choice for exactly this
+  // shape (asked once, kept in `exact` under `key`).
+  void run_or_exact(Plan& p, std::map<ExactKey, cublasLtMatmulAlgo_t>& exact, const ExactKey& key,
+                    const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N, int k,
+                    cudaStream_t stream);
 
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
@@ -134,7 +146,6 @@ class Gemm {
   bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees
   std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
   std::vector<TuneRecord> tune_log_;
-  std::map<std::tuple<int, int, int, int, int>, cublasLtMatmulAlgo_t> exact_;  // (T, N, K, ldx, ldy)
   uint64_t exact_fallbacks_ = 0;
 };
 
