@@ -144,14 +144,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 
   // acc[mt][4j + e]: X row 64 mt + 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q +
-  // (e & 1).
-  const int S = gridDim.y;
-  if (S == 1) {
+  // (e & 1). for_rows(fn) calls fn(mt, h, m) for each X row m < T this thread holds.
+  auto for_rows = [&](auto&& fn) {
 #pragma unroll
     for (int i = 0; i < 2 * MT; ++i) {
-      const int mt = i >> 1, h = i & 1;
-      const int m = 64 * mt + 16 * wq + g + 8 * h;
-      if (m >= T) continue;
+      const int m = 64 * (i >> 1) + 16 * wq + g + 8 * (i & 1);
+      if (m < T) fn(i >> 1, i & 1, m);
+    }
+  };
+  const int S = gridDim.y;
+  if (S == 1) {
+    for_rows([&](int mt, int h, int m) {
 #pragma unroll
       for (int j = 0; j < (SWIGLU ? NW / 16 : NW / 8); ++j) {
         const int lc = 8 * j + 2 * q;
@@ -168,7 +171,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
       }
-    }
+    });
     return;
   }
 
@@ -177,16 +180,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // in rank order (a fixed order: the result does not depend on timing) and writes them.
   __syncthreads();  // every warp is done with the pipeline buffers
   float* red = reinterpret_cast<float*>(sw);
-#pragma unroll
-  for (int i = 0; i < 2 * MT; ++i) {
-    const int mt = i >> 1, h = i & 1;
-    const int m = 64 * mt + 16 * wq + g + 8 * h;
-    if (m >= T) continue;
+  for_rows([&](int mt, int h, int m) {
 #pragma unroll
     for (int j = 0; j < NW / 8; ++j)
       *reinterpret_cast<float2*>(red + size_t(m) * BN + wg * NW + 8 * j + 2 * q) =
           make_float2(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
-  }
+  });
   namespace cg = cooperative_groups;
   cg::cluster_group cluster = cg::this_cluster();
   cluster.sync();
