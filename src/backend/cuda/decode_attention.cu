@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <string_view>
 
@@ -165,13 +167,44 @@ void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int 
 }
 
 DecodeKernel g_kernel = [] {
-  const char* e = std::getenv("TANDEM_DECODE_ATTN");
-  return e && std::string_view(e) == "portable" ? DecodeKernel::kPortable : DecodeKernel::kAuto;
+  const char* env = std::getenv("TANDEM_DECODE_ATTN");
+  const std::string_view e = env ? env : "";
+  if (e == "portable") return DecodeKernel::kPortable;
+  if (e == "wide") return DecodeKernel::kWide;
+  if (e == "narrow") return DecodeKernel::kNarrow;
+  return DecodeKernel::kAuto;
 }();
 
-bool decode_force_portable() { return g_kernel == DecodeKernel::kPortable; }
+// Multiprocessors of the current device (queried once per device).
+int current_sms() {
+  static std::array<std::atomic<int>, 16> sms{};
+  int dev = 0;
+  TANDEM_CUDA_CHECK(cudaGetDevice(&dev));
+  auto& n = sms[size_t(std::clamp(dev, 0, 15))];
+  if (n.load(std::memory_order_relaxed) == 0) {
+    int v = 0;
+    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    n.store(v, std::memory_order_relaxed);
+  }
+  return n.load(std::memory_order_relaxed);
+}
 
 }  // namespace
+
+DecodeMma pick_decode_mma(int blocks, int num_sms) {
+  // Fraction of the slots the grid's waves fill (slots: blocks resident at once).
+  auto fill = [&](int slots) {
+    const int waves = (blocks + slots - 1) / slots;
+    return double(blocks) / (double(waves) * slots);
+  };
+  // Measured on the H200 at Qwen3-14B's heads (DecodeAttentionTiming, `bench --sections
+  // batch`): narrow is faster wherever its waves are as full as wide's (64 sequences: 42 us
+  // against 46 a layer, decode steps +1%; 128: +2%; 256: +3%) and slower where they are not
+  // (96 sequences: 1.45 narrow waves, -2.4%). A grid that fits one wide wave keeps the wide
+  // shape's extra warps.
+  if (blocks <= 2 * num_sms) return DecodeMma::kWide;
+  return fill(4 * num_sms) >= fill(2 * num_sms) - 0.05 ? DecodeMma::kNarrow : DecodeMma::kWide;
+}
 
 void set_decode_attention_kernel(DecodeKernel k) { g_kernel = k; }
 
@@ -195,10 +228,15 @@ void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, in
   float* part_o = workspace;
   float* part_ml = workspace + size_t(S) * Hq * splits * hd;
   const float scale_log2 = scale * 1.4426950408889634f;
-  if (decode_attention_mma_supports(hd, Hq / Hkv) && !decode_force_portable()) {
+  if (decode_attention_mma_supports(hd, Hq / Hkv) && g_kernel != DecodeKernel::kPortable) {
     int* counters = reinterpret_cast<int*>(part_ml + size_t(S) * Hq * splits * 2);
-    decode_attention_mma(q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2, splits,
-                         part_o, part_ml, counters, stream);
+    // Graph-safe: the shape depends on the launch's dimensions only.
+    const DecodeMma shape = g_kernel == DecodeKernel::kNarrow ? DecodeMma::kNarrow
+                            : g_kernel == DecodeKernel::kWide
+                                ? DecodeMma::kWide
+                                : pick_decode_mma(S * Hkv * splits, current_sms());
+    decode_attention_mma(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2,
+                         splits, part_o, part_ml, counters, stream);
     return;
   }
 #define TANDEM_DECODE_CASE(D)                                                                  \

@@ -30,11 +30,16 @@ size_t decode_attention_workspace(int S, int Hq, int hd, int splits);
 // A split count that fills the GPU for S sequences (graph-safe: independent of the lengths).
 int decode_attention_splits(int S, int Hkv, int num_sms);
 
-// Which kernel runs: tensor cores (mma.sync, head_dim 64/128) where the shape allows, or the
-// CUDA-core kernel for every shape (tests and A/B runs force it; the environment variable
-// TANDEM_DECODE_ATTN=portable sets it at start-up).
-enum class DecodeKernel { kAuto, kPortable };
+// Which kernel runs: tensor cores (mma.sync, head_dim 64/128) where the shape allows, in its
+// wide (4 warps a block) or narrow (2 warps) shape, or the CUDA-core kernel for every shape.
+// Tests and A/B runs force one; TANDEM_DECODE_ATTN=portable|wide|narrow sets it at start-up.
+enum class DecodeKernel { kAuto, kPortable, kWide, kNarrow };
 void set_decode_attention_kernel(DecodeKernel k);
+// The tensor-core kernel's two shapes (decode_attention_mma.cu): kWide 4 warps a block, 2
+// blocks an SM; kNarrow 2 warps, 4 blocks an SM. kAuto takes pick_decode_mma's choice for a
+// grid of `blocks` (sequences x KV heads x splits) on `num_sms` multiprocessors.
+enum class DecodeMma { kWide, kNarrow };
+DecodeMma pick_decode_mma(int blocks, int num_sms);
 
 // hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats,
 // zero-filled once after allocation (it holds split counters that every call leaves at zero).

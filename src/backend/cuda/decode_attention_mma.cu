@@ -9,27 +9,29 @@
 namespace tandem::cuda {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kTile = 16 * kWarps;  // keys per pipeline stage: 16 per warp
-// 3 stages, 2 blocks an SM. 2 stages (3 blocks an SM) measured on the H200: batch 64 -3%,
-// batch 128-256 +2-5%; engine C=64 4,210 tok/s (3 stages: 4,393), C=256 6,805 (6,684).
-constexpr int kStages = 3;
+// Two shapes of the same kernel (DecodeMma): W warps each scoring 16 keys of a (16 W)-key
+// tile, ST cp.async stages. Wide: 4 warps, 3 stages, 104 KB of shared memory, 2 blocks an
+// SM. Narrow: 2 warps, 3 stages, 52 KB, 4 blocks an SM, so twice as many (sequence, KV head)
+// blocks run at once: a batch of 64 at Qwen3-14B's 8 KV heads (512 blocks) fits on 132 SMs
+// in one wave instead of two. (Wide with 2 stages, 3 blocks an SM, measured on the H200:
+// batch 64 -3%, batch 128-256 +2-5%; engine C=64 4,210 tok/s against 4,393.)
+template <int W, int ST, int HD>
+struct MmaShape {
+  static constexpr int kSmem = ST * 2 * (16 * W) * (HD + 8) * 2;  // K and V, rows padded 16 bytes
+  static constexpr int kBlocksPerSm = (227 * 1024) / (kSmem + 1024);
+};
 
-template <int HD>
-constexpr int smem_bytes() {
-  return kStages * 2 * kTile * (HD + 8) * 2;  // K and V stages, rows padded by 16 bytes
-}
-
-// Grid (Hkv, S, splits), 128 threads. Split `z` of sequence s covers keys [t0, t1); each
-// 64-key tile is loaded by the whole block and warp w scores keys [16w, 16w+16) of it for
+// Grid (Hkv, S, splits), 32 W threads. Split `z` of sequence s covers keys [t0, t1); each
+// (16 W)-key tile is loaded by the whole block and warp w scores keys [16w, 16w+16) of it for
 // all G heads, keeping its own running max / sum / output. Warps merge through shared
 // memory; with one split the block writes the output, otherwise its unnormalised partial,
 // and the last split of (s, kv head) to finish merges all of them (no second kernel).
-template <int HD>
-__global__ void __launch_bounds__(kWarps * 32, 2)
+template <int W, int ST, int HD>
+__global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
     decode_mma_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
                       float scale_log2, int splits, float* part_o, float* part_ml,
                       int* counters, bf16_t* out, int out_stride) {
+  constexpr int kWarps = W, kStages = ST, kTile = 16 * W;
   constexpr int LD = HD + 8;
   constexpr int CH = HD / 8;  // 16-byte chunks per key row
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -229,19 +231,32 @@ __global__ void __launch_bounds__(kWarps * 32, 2)
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch (graph replays too)
 }
 
-template <int HD>
+template <int W, int ST, int HD>
 void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride, int S, int Hq,
             int Hkv, float scale_log2, int splits, float* part_o, float* part_ml, int* counters,
             cudaStream_t stream) {
-  constexpr int bytes = smem_bytes<HD>();
+  constexpr int bytes = MmaShape<W, ST, HD>::kSmem;
+  static_assert(W * 8 * HD * 4 <= bytes, "the warp merge reuses the stages");
   static bool configured = false;  // per template instance; set once per process
   if (!configured) {
-    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(decode_mma_kernel<HD>,
+    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(decode_mma_kernel<W, ST, HD>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
     configured = true;
   }
-  decode_mma_kernel<HD><<<dim3(Hkv, S, splits), kWarps * 32, bytes, stream>>>(
+  decode_mma_kernel<W, ST, HD><<<dim3(Hkv, S, splits), W * 32, bytes, stream>>>(
       q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml, counters, out, out_stride);
+}
+
+template <int HD>
+void launch_shape(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out,
+                  int out_stride, int S, int Hq, int Hkv, float scale_log2, int splits,
+                  float* part_o, float* part_ml, int* counters, cudaStream_t stream) {
+  if (shape == DecodeMma::kNarrow)
+    launch<2, 3, HD>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o,
+                     part_ml, counters, stream);
+  else
+    launch<4, 3, HD>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o,
+                     part_ml, counters, stream);
 }
 
 }  // namespace
@@ -250,15 +265,16 @@ bool decode_attention_mma_supports(int hd, int group) {
   return (hd == 64 || hd == 128) && group >= 1 && group <= 8;
 }
 
-void decode_attention_mma(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride,
-                          int S, int Hq, int Hkv, int hd, float scale_log2, int splits,
-                          float* part_o, float* part_ml, int* counters, cudaStream_t stream) {
+void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv,
+                          bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
+                          float scale_log2, int splits, float* part_o, float* part_ml,
+                          int* counters, cudaStream_t stream) {
   if (hd == 64)
-    launch<64>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o, part_ml,
-               counters, stream);
+    launch_shape<64>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
+                     part_o, part_ml, counters, stream);
   else if (hd == 128)
-    launch<128>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o, part_ml,
-                counters, stream);
+    launch_shape<128>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
+                      part_o, part_ml, counters, stream);
   else
     cuda_fail("decode_attention_mma", "head_dim must be 64 or 128", __FILE__, __LINE__);
   TANDEM_CUDA_CHECK_LAUNCH();

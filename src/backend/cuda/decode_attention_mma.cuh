@@ -38,10 +38,11 @@ __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
 
 bool decode_attention_mma_supports(int hd, int group);
 
-// part_o [S, Hq, splits, hd] and part_ml [S, Hq, splits, 2] as in decode_attention.cu;
+// `shape`: DecodeMma in decode_attention.cuh. part_o [S, Hq, splits, hd] and part_ml [S, Hq, splits, 2] as in decode_attention.cu;
 // counters [S * Hkv] zero before the call, zero again after it.
-void decode_attention_mma(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride,
-                          int S, int Hq, int Hkv, int hd, float scale_log2, int splits,
-                          float* part_o, float* part_ml, int* counters, cudaStream_t stream);
+void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv,
+                          bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
+                          float scale_log2, int splits, float* part_o, float* part_ml,
+                          int* counters, cudaStream_t stream);
 
 }  // namespace tandem::cuda

@@ -69,7 +69,8 @@ struct DecodeShape {
   int Hq, Hkv, hd, bs;
 };
 
-// Both kernels: tensor cores (head_dim 64/128) and the CUDA-core one every shape can use.
+// Every kernel: tensor cores (head_dim 64/128) in both shapes, and the CUDA-core one every
+// shape can use.
 class DecodeAttention : public ::testing::TestWithParam<DecodeKernel> {
  protected:
   void SetUp() override { set_decode_attention_kernel(GetParam()); }
@@ -125,10 +126,27 @@ TEST_P(DecodeAttention, MatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
-                         ::testing::Values(DecodeKernel::kAuto, DecodeKernel::kPortable),
-                         [](const auto& info) {
-                           return info.param == DecodeKernel::kAuto ? "TensorCores" : "Portable";
+                         ::testing::Values(DecodeKernel::kAuto, DecodeKernel::kWide,
+                                           DecodeKernel::kNarrow, DecodeKernel::kPortable),
+                         [](const auto& info) -> std::string {
+                           switch (info.param) {
+                             case DecodeKernel::kAuto: return "Auto";
+                             case DecodeKernel::kWide: return "TensorCoresWide";
+                             case DecodeKernel::kNarrow: return "TensorCoresNarrow";
+                             default: return "Portable";
+                           }
                          });
+
+// The automatic shape on a 132-SM H200 at Qwen3-14B's 8 KV heads: wide while one wide wave
+// holds the grid or narrow waves would run emptier; narrow otherwise.
+TEST(CudaKernels, DecodeAttentionShapeChoice) {
+  EXPECT_EQ(pick_decode_mma(8 * 32, 132), DecodeMma::kWide);     // batch 32, one split
+  EXPECT_EQ(pick_decode_mma(8 * 64, 132), DecodeMma::kNarrow);   // 64: 1 narrow wave, 2 wide
+  EXPECT_EQ(pick_decode_mma(8 * 96, 132), DecodeMma::kWide);     // 96: 1.45 narrow waves
+  EXPECT_EQ(pick_decode_mma(8 * 128, 132), DecodeMma::kNarrow);  // 128, 256: full waves
+  EXPECT_EQ(pick_decode_mma(8 * 256, 132), DecodeMma::kNarrow);
+  EXPECT_EQ(pick_decode_mma(8 * 80, 132), DecodeMma::kWide);
+}
 
 struct PrefillDims {
   int Hq, Hkv, hd, bs;
@@ -140,8 +158,9 @@ struct PrefillDims {
 TEST(CudaKernels, DecodeAttentionTiming) {
   Rng rng(test_seed() + 12);
   constexpr int Hq = 40, Hkv = 8, hd = 128, bs = 16;
-  for (int S : {64, 256}) {
+  for (int S : {32, 64, 96, 128, 256}) {
     for (bool spread : {false, true}) {
+      if (spread && S != 64 && S != 256) continue;
       std::vector<int32_t> ctx(size_t(S), 528);
       if (spread)  // 400..655, as in a running engine
         for (int s = 0; s < S; ++s) ctx[size_t(s)] = 400 + (s * 37) % 256;
@@ -180,16 +199,21 @@ TEST(CudaKernels, DecodeAttentionTiming) {
       for (int c : ctx) bytes += 2.0 * c * Hkv * hd * sizeof(bf16_t);
       const double t_probe =
           time_us([&] { kv_read_probe(kv, S, Hkv, hd, probe.get(), nullptr); }, 20);
-      for (int sp : {auto_splits, 2}) {
-        if (sp != auto_splits && sp <= auto_splits) continue;
-        splits = sp;
-        const double t_attn = time_us(attend, 20);
-        std::printf("[ perf ] decode attention S=%d ctx %s, %d split(s)%s: %.1f us, %.2f TB/s; "
-                    "streaming read of the same bytes %.1f us, %.2f TB/s (attention at %.2f of "
-                    "it)\n",
-                    S, spread ? "400-655" : "528", sp, sp == auto_splits ? " (auto)" : "", t_attn,
-                    bytes / t_attn * 1e-6, t_probe, bytes / t_probe * 1e-6, t_probe / t_attn);
+      for (DecodeKernel k : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
+        set_decode_attention_kernel(k);
+        for (int sp : {auto_splits, 2}) {
+          if (sp != auto_splits && sp <= auto_splits) continue;
+          splits = sp;
+          const double t_attn = time_us(attend, 20);
+          std::printf("[ perf ] decode attention %s S=%d ctx %s, %d split(s)%s: %.1f us, %.2f "
+                      "TB/s; streaming read of the same bytes %.1f us, %.2f TB/s (attention at "
+                      "%.2f of it)\n",
+                      k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528",
+                      sp, sp == auto_splits ? " (auto)" : "", t_attn, bytes / t_attn * 1e-6,
+                      t_probe, bytes / t_probe * 1e-6, t_probe / t_attn);
+        }
       }
+      set_decode_attention_kernel(DecodeKernel::kAuto);
     }
   }
 }
