@@ -71,7 +71,7 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   const uint64_t T = uint64_t(opt.max_num_tokens);
   const uint64_t qkv_dim = uint64_t(cfg_.q_size() + 2 * cfg_.kv_size());
   const uint64_t act_bytes =
-      2 * T * (3 * uint64_t(H) + qkv_dim + uint64_t(cfg_.q_size()) + 3 * uint64_t(I)) +
+      2 * T * (2 * uint64_t(H) + qkv_dim + uint64_t(cfg_.q_size()) + 3 * uint64_t(I)) +
       uint64_t(kLogitChunk) * cfg_.vocab_size * 6;
   const double used_before = double(total_b - free_b);
   if (used_before + double(wbytes + act_bytes) > budget)
@@ -90,25 +90,24 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   TANDEM_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), rope_.inv_freq.data(),
                                rope_.inv_freq.size() * 4, cudaMemcpyHostToDevice));
   gemm_ = std::make_unique<cuda::Gemm>(opt.gemv_max_tokens);
+  if (opt.skinny_min_bytes >= 0) gemm_->set_skinny_min_bytes(size_t(opt.skinny_min_bytes));
+  // Each layer's norm weights go into the product after the norm (rmsnorm.cuh), which then
+  // reads the residual rows as they are and scales its output rows (body()).
+  for (CudaLayerWeights& L : w_.layers) {
+    cuda::fold_norm_weight(L.qkv, size_t(cfg_.q_size() + 2 * cfg_.kv_size()), H, L.in_norm,
+                           stream_);
+    cuda::fold_norm_weight(L.gate_up, size_t(2) * I, H, L.post_norm, stream_);
+  }
+  TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
   x_.alloc(T * H * 2, "activations");
   h_.alloc(T * H * 2, "activations");
-  delta_.alloc(T * H * 2, "activations");
   qkv_.alloc(T * qkv_dim * 2, "activations");
   attn_.alloc(T * cfg_.q_size() * 2, "activations");
   gu_.alloc(T * 2 * I * 2, "activations");
-  // Off by default. Measured on the H200 (Qwen3-14B, PERFORMANCE.md, sixth session): two
-  // partials made b=64 / 128 decode steps 1.4 / 2-3% faster than the library's split-K and
-  // reduction kernel, but the engine at C=64 no faster and its ITL p99 worse (not yet
-  // explained), so TANDEM_DOWN_PARTS=S only asks for it.
-  if (const char* e = std::getenv("TANDEM_DOWN_PARTS"))
-    down_splits_ = std::clamp(std::atoi(e), 0, 8);
-  if (down_splits_ >= 2)
-    parts_.alloc(size_t(down_splits_) * cuda::Gemm::kPartsMaxTokens * H * 4, "down partials");
   act_.alloc(T * I * 2, "activations");
   const size_t LC = kLogitChunk;
   lx_.alloc(LC * H * 2, "logits");
-  ld_.alloc(LC * H * 2, "logits");
   lh_.alloc(LC * H * 2, "logits");
   lb_.alloc(LC * cfg_.vocab_size * 2, "logits");
   lf_.alloc(LC * cfg_.vocab_size * 4, "logits");
@@ -260,31 +259,28 @@ void CudaRunner::validate(const ForwardBatch& b, size_t logits_size) const {
                     b.logit_rows.size(), cfg_.vocab_size));
 }
 
+// The residual stream x is updated in place by the o and down products (accumulate); each
+// layer's two norms have their weights folded into the qkv and gate/up weights (constructor),
+// so the input norm is a row scale inside qk_norm_rope and the post-attention norm one inside
+// the gate/up product (the skinny GEMM; other paths normalise into h_ first).
 void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_tiles) {
   const int H = cfg_.hidden_size, I = cfg_.intermediate_size, HD = cfg_.head_dim;
   const int Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
   const int Q = cfg_.q_size(), qkv_dim = Q + 2 * cfg_.kv_size();
   const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(HD));
-  bf16_t *x = x_.as<bf16_t>(), *h = h_.as<bf16_t>(), *delta = delta_.as<bf16_t>();
-  bf16_t *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
+  bf16_t *x = x_.as<bf16_t>(), *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
   bf16_t *gu = gu_.as<bf16_t>(), *act = act_.as<bf16_t>();
   const cuda::RopeArgs rope{inv_freq_.as<float>(), rope_.attention_factor};
+  const cuda::Gemm::RowNorm post_norm{eps, h_.as<bf16_t>()};
   cuda::gather_rows(m.tokens, w_.embed, x, T, H, stream_);
-  const size_t part_stride = size_t(cuda::Gemm::kPartsMaxTokens) * H;
-  bool in_parts = false;  // the previous layer left its down product in parts_
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     const CudaLayerWeights& L = w_.layers[size_t(l)];
-    if (in_parts)
-      cuda::add_rmsnorm_parts(x, parts_.as<float>(), down_splits_, part_stride, L.in_norm, h, T, H,
-                              eps, stream_);
-    else
-      cuda::add_rmsnorm(x, l == 0 ? nullptr : delta, L.in_norm, h, T, H, eps, stream_);
-    gemm_->linear(h, L.qkv, qkv, T, qkv_dim, H, stream_);
+    gemm_->linear(x, L.qkv, qkv, T, qkv_dim, H, stream_);
     bf16_t* kc = k_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
     bf16_t* vc = v_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
-    // q/k norm + RoPE, writing the new K/V into the cache in the same pass.
+    // The input norm's row scale, q/k norm + RoPE, and the new K/V into the cache, one pass.
     cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
-                       cuda::KvDest{m.slots, kc, vc});
+                       cuda::KvDest{m.slots, kc, vc}, cuda::RowNormInput{x, H, eps});
     if (D > 0)
       cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size}, attn,
                              Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
@@ -293,15 +289,9 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
           qkv, qkv_dim, m.pos, m.tiles, num_tiles,
           {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size}, attn, Q, Hq, Hkv,
           HD, scale, stream_);
-    gemm_->linear(attn, L.o, delta, T, H, Q, stream_);
-    cuda::add_rmsnorm(x, delta, L.post_norm, h, T, H, eps, stream_);
-    gemm_->linear_swiglu(h, L.gate_up, act, gu, T, I, H, stream_);
-    // The last layer's down product goes to delta: the logit rows are gathered from it.
-    in_parts = down_splits_ >= 2 && l + 1 < cfg_.num_hidden_layers &&
-               T > gemm_->gemv_max_tokens() &&
-               gemm_->linear_parts(act, L.down, parts_.as<float>(), part_stride, T, H, I,
-                                   down_splits_, stream_);
-    if (!in_parts) gemm_->linear(act, L.down, delta, T, H, I, stream_);
+    gemm_->linear(attn, L.o, x, T, H, Q, stream_, 0, 0, /*accumulate=*/true);
+    gemm_->linear_swiglu(x, L.gate_up, act, gu, T, I, H, stream_, &post_norm);
+    gemm_->linear(act, L.down, x, T, H, I, stream_, 0, 0, /*accumulate=*/true);
   }
 }
 
@@ -370,9 +360,8 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   for (size_t r0 = 0; r0 < R; r0 += kLogitChunk) {
     const int n = int(std::min<size_t>(kLogitChunk, R - r0));
     cuda::gather_rows(m.lrows + r0, x_.as<bf16_t>(), lx_.as<bf16_t>(), n, H, stream_);
-    cuda::gather_rows(m.lrows + r0, delta_.as<bf16_t>(), ld_.as<bf16_t>(), n, H, stream_);
-    cuda::add_rmsnorm(lx_.as<bf16_t>(), ld_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H,
-                      float(cfg_.rms_norm_eps), stream_);
+    cuda::rmsnorm(lx_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H,
+                  float(cfg_.rms_norm_eps), stream_);
     final_logits(n);
     if (!greedy_.empty()) greedy_rows(int(r0), n);
     if (!logits.empty()) copy_logits(logits.subspan(r0 * cfg_.vocab_size), size_t(n));
@@ -423,8 +412,8 @@ bool CudaRunner::run_graph(const ForwardBatch& b, std::span<float> logits) {
   const int splits = cuda::decode_attention_splits(B, cfg_.num_key_value_heads, num_sms_);
   auto step = [&] {
     body(m, B, B, B, splits, 0);
-    cuda::add_rmsnorm(x_.as<bf16_t>(), delta_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), B,
-                      cfg_.hidden_size, float(cfg_.rms_norm_eps), stream_);
+    cuda::rmsnorm(x_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), B, cfg_.hidden_size,
+                  float(cfg_.rms_norm_eps), stream_);
     final_logits(B);
   };
   Graph& g = graphs_[B];

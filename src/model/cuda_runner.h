@@ -27,6 +27,9 @@ struct CudaRunnerOptions {
   // Decode GEMMs with at most this many rows use the custom GEMV kernel; 0: cuBLASLt only.
   // (H200: the GEMV beats cuBLASLt at 1 row, cuBLASLt wins from 2 rows.)
   int gemv_max_tokens = 1;
+  // The smallest gate/up weight the skinny GEMM takes, in bytes (-1: the library default,
+  // Gemm::set_skinny_min_bytes; tests set 0 so that small models use it too).
+  int64_t skinny_min_bytes = -1;
   uint64_t seed = 1;  // synthetic weights
   bool progress = true;
   int device = 0;

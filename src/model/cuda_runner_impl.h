@@ -115,7 +115,7 @@ class CudaRunner final : public Runner {
   // splits); the rest are prefill chunks covered by `num_tiles` tiles (make_prefill_tiles
   // over sequences D..S-1, numbered from D).
   void body(const Meta& m, int T, int S, int D, int splits, int num_tiles);
-  void final_logits(int rows);  // lm_head over rows [0, rows) of x_ + delta_ into lf_
+  void final_logits(int rows);  // lm_head over rows [0, rows) of lh_ into lf_
   void copy_logits(std::span<float> out, size_t rows);
   // Greedy steps: argmax of lf_'s first `rows` rows into greedy_dev_[first, first + rows);
   // sampled steps (sample_dev_ set): the GPU sampler with the parameters of those rows.
@@ -135,14 +135,9 @@ class CudaRunner final : public Runner {
   std::string dev_name_;
   std::unique_ptr<cuda::Gemm> gemm_;
 
-  DevMem inv_freq_, x_, h_, qkv_, attn_, delta_, gu_, act_, lx_, ld_, lh_, lb_, lf_, attn_ws_;
+  DevMem inv_freq_, x_, h_, qkv_, attn_, gu_, act_, lx_, lh_, lb_, lf_, attn_ws_;
   DevMem k_cache_, v_cache_;
   size_t layer_elems_ = 0;  // K (or V) elements of one layer's cache
-  // Steps of up to Gemm::kPartsMaxTokens rows leave the down product as `down_splits_` fp32
-  // partials in parts_ (each [kPartsMaxTokens, hidden]) and the next layer's norm adds them
-  // up: no reduction kernel of the library's. 0 (off) unless TANDEM_DOWN_PARTS=S asks.
-  DevMem parts_;
-  int down_splits_ = 0;
   DevMem meta_dev_;
   char* meta_host_ = nullptr;
   size_t meta_cap_ = 0;

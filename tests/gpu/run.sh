@@ -54,12 +54,6 @@ part bench_gemv4 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections batch
   --batches 2,4 --gemv-max-tokens 4
 part bench_nographs 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1 --no-graphs
 part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections decode1
-# The down product's split-K partials reduced by the next norm (off by default): decode steps
-# and the C=64 engine, ITL p99 included.
-part bench_downparts 200 env TANDEM_DOWN_PARTS=2 "$BIN/tandem" bench --model "$BENCH_MODEL" \
-  --sections batch
-part engine_downparts 200 env TANDEM_DOWN_PARTS=2 "$BIN/tandem" bench --model "$BENCH_MODEL" \
-  --concurrency 64 --prompt-len 400 --output-len 256 --requests-per-client 2
 # The gate/up product by cuBLASLt + the SwiGLU kernel instead of the skinny GEMM (sm_90a).
 part bench_noskinny 200 env TANDEM_SKINNY=0 "$BIN/tandem" bench --model "$BENCH_MODEL" \
   --sections batch
@@ -167,7 +161,6 @@ for f in ncu_engine ncu_mixed ncu_prefill; do
   [ -f "$OUT/$f.log" ] && echo "--- $f" && python3 "$(dirname "$0")/ncu_steps.py" "$OUT/$f.log" 2>&1 | head -${NCU_LINES:-60}
 done
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl bench_noskinny \
-  bench_downparts engine_downparts \
   bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
   bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix; do
   for g in "$OUT"/$f.log; do

@@ -7,6 +7,7 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/rmsnorm.cuh"
 #include "backend/cuda/swiglu.cuh"
 #include "core/error.h"
 
@@ -40,14 +41,12 @@ Gemm::Gemm(int gemv_max_tokens, size_t workspace_bytes)
 }
 
 Gemm::~Gemm() {
-  auto destroy = [](Plan& p) {
+  for (auto& [k, p] : plans_) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);
     cublasLtMatrixLayoutDestroy(p.c);
     cublasLtMatmulDescDestroy(p.op);
-  };
-  for (auto& [k, p] : plans_) destroy(p);
-  for (auto& [k, p] : part_plans_) destroy(p);
+  }
   cudaFree(workspace_);
   cublasLtDestroy(lt_);
 }
@@ -60,7 +59,7 @@ int Gemm::bucket(int T) {
 
 // Row-major Y[T,N] is column-major Y^T[N,T] = W (col-major [K,N], transposed) * X^T
 // (col-major [K,T]): A = W with TRANSA = T, B = X, m = N, n = T, k = K.
-void Gemm::init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy, cudaDataType_t y) {
+void Gemm::init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy) {
   TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
   TANDEM_CUBLAS_CHECK(
@@ -69,13 +68,12 @@ void Gemm::init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy, cu
       cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, k, N, ldw));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, T, ldx));
-  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, y, N, T, ldy));
+  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, N, T, ldy));
   p.T = T;
 }
 
-Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
-                       int N, int K, int ldx, int ldy, cudaStream_t stream) {
-  auto key = std::make_tuple(bucket(T), N, K, ldx, ldy);
+Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y,
+                       const PlanKey& key, int T, cudaStream_t stream) {
   auto it = plans_.find(key);
   if (it != plans_.end()) {
     Plan& p = it->second;
@@ -83,12 +81,13 @@ Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bflo
     return p;
   }
   if (plans_.size() > (1u << 16)) fail(ErrorKind::kInternal, "gemm: too many distinct shapes");
+  const auto [Tk, N, K, ldx, ldy, acc] = key;
   Plan p;
-  init_plan(p, K, T, N, K, ldx, ldy, CUDA_R_16BF);
+  init_plan(p, K, T, N, K, ldx, ldy);
   // The algorithm is chosen for the bucket's largest T: one chosen for the first T seen can
   // tile rows so tightly that a slightly larger T of the same bucket needs a whole extra
   // wave of tiles (H200: a 463-row step's GEMMs took 22.0 ms instead of 17.8).
-  choose(p, X, W, Y, T, N, K, stream, query_first_t_ ? T : bucket(T));
+  choose(p, X, W, Y, T, N, K, stream, query_first_t_ ? T : std::max(T, Tk), acc);
   return plans_.emplace(key, p).first->second;
 }
 
@@ -103,17 +102,17 @@ void Gemm::set_cols(Plan& p, int T) {
 }
 
 cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
-                         const __nv_bfloat16* W, void* Y, cudaStream_t stream) {
-  const float alpha = 1.0f, beta = 0.0f;
+                         const __nv_bfloat16* W, void* Y, cudaStream_t stream, bool accumulate) {
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   return cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &algo,
                         workspace_, workspace_bytes_, stream);
 }
 
-// The library's top candidates for T_query rows (>= T); outside graph capture each is timed
-// on the real operands at T rows (the result is recomputed by the caller) and the fastest is
-// kept.
+// The library's top candidates for T_query rows (>= T); outside graph capture, and where Y is
+// not also an input, each is timed on the real operands at T rows (the result is recomputed
+// by the caller) and the fastest is kept.
 void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T,
-                  int N, int K, cudaStream_t stream, int T_query) {
+                  int N, int K, cudaStream_t stream, int T_query, bool accumulate) {
   constexpr int kCandidates = 8;
   cublasLtMatmulPreference_t pref;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -131,7 +130,8 @@ void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void*
   p.algo = heur[0].algo;
   cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
   TANDEM_CUDA_CHECK(cudaStreamIsCapturing(stream, &cs));
-  if (choice_ != Choice::kTimed || found == 1 || cs != cudaStreamCaptureStatusNone) return;
+  if (choice_ != Choice::kTimed || found == 1 || accumulate || cs != cudaStreamCaptureStatusNone)
+    return;
 
   cudaEvent_t e0, e1;
   TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
@@ -140,11 +140,12 @@ void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void*
   int best_i = 0;
   for (int i = 0; i < found; ++i) {
     if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    if (run(p, heur[i].algo, X, W, Y, stream) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up
+    if (run(p, heur[i].algo, X, W, Y, stream, false) != CUBLAS_STATUS_SUCCESS)
+      continue;  // warm-up
     float t = 1e30f;
     for (int rep = 0; rep < 2; ++rep) {
       TANDEM_CUDA_CHECK(cudaEventRecord(e0, stream));
-      if (run(p, heur[i].algo, X, W, Y, stream) != CUBLAS_STATUS_SUCCESS) break;
+      if (run(p, heur[i].algo, X, W, Y, stream, false) != CUBLAS_STATUS_SUCCESS) break;
       TANDEM_CUDA_CHECK(cudaEventRecord(e1, stream));
       TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
       float ms = 0;
@@ -161,64 +162,30 @@ void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void*
 }
 
 void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T,
-                         int N, int K, cudaStream_t stream, int ldx, int ldy) {
+                         int N, int K, cudaStream_t stream, int ldx, int ldy, bool accumulate) {
   if (T <= 0) return;
   if (ldx == 0) ldx = K;
   if (ldy == 0) ldy = N;
-  Plan& p = plan(X, W, Y, T, N, K, ldx, ldy, stream);
-  run_or_exact(p, exact_, {T, N, K, ldx, size_t(ldy)}, X, W, Y, T, N, K, stream);
-}
-
-void Gemm::run_or_exact(Plan& p, std::map<ExactKey, cublasLtMatmulAlgo_t>& exact,
-                        const ExactKey& key, const __nv_bfloat16* X, const __nv_bfloat16* W,
-                        void* Y, int T, int N, int k, cudaStream_t stream) {
-  cublasStatus_t st = run(p, p.algo, X, W, Y, stream);
+  Plan& p = plan(X, W, Y, {bucket(T), N, K, ldx, ldy, accumulate}, T, stream);
+  cublasStatus_t st = run(p, p.algo, X, W, Y, stream, accumulate);
   if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
     // The bucket's algorithm does not take this T: the library's choice for this exact
     // shape, asked once.
     ++exact_fallbacks_;
-    auto it = exact.find(key);
-    if (it == exact.end()) {
+    const PlanKey key{T, N, K, ldx, ldy, accumulate};
+    auto it = exact_.find(key);
+    if (it == exact_.end()) {
       Plan e = p;
-      choose(e, X, W, Y, T, N, k, stream, T);
-      it = exact.emplace(key, e.algo).first;
+      choose(e, X, W, Y, T, N, K, stream, T, accumulate);
+      it = exact_.emplace(key, e.algo).first;
     }
-    st = run(p, it->second, X, W, Y, stream);
+    st = run(p, it->second, X, W, Y, stream, accumulate);
   }
   TANDEM_CUBLAS_CHECK(st);
 }
 
-bool Gemm::linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P,
-                        size_t part_stride, int T, int N, int K, int S, cudaStream_t stream) {
-  if (T <= 0 || T > kPartsMaxTokens || S < 2 || K % S || (K / S) % 8 ||
-      part_stride < size_t(T) * N || part_stride % 4)
-    return false;
-  const int Ks = K / S;
-  const auto key = std::make_tuple(bucket(T), N, K, S, part_stride);
-  auto it = part_plans_.find(key);
-  if (it == part_plans_.end()) {
-    Plan p;
-    init_plan(p, Ks, T, N, K, K, N, CUDA_R_32F);
-    const int32_t count = S;
-    const int64_t k_off = Ks, c_off = int64_t(part_stride);
-    for (auto [layout, off] :
-         {std::pair{p.a, k_off}, std::pair{p.b, k_off}, std::pair{p.c, c_off}}) {
-      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-          layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
-          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &off, sizeof(off)));
-    }
-    choose(p, X, W, P, T, N, Ks, stream, bucket(T));
-    it = part_plans_.emplace(key, p).first;
-  }
-  Plan& p = it->second;
-  set_cols(p, T);
-  run_or_exact(p, part_exact_, {T, N, K, S, part_stride}, X, W, P, T, N, Ks, stream);
-  return true;
-}
-
 bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y,
-                  int ldy, int T, int N, int K, bool swiglu, cudaStream_t stream) {
+                  int ldy, int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps) {
   const int lo = swiglu ? skinny_min_tokens_ : skinny_linear_min_;
   const int hi = swiglu ? skinny_max_tokens_ : skinny_linear_max_;
   const size_t rows = swiglu ? size_t(2) * N : size_t(N);
@@ -230,24 +197,32 @@ bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_
   auto it = skinny_plans_.find(key);
   if (it == skinny_plans_.end())  // a shape's first use runs outside graph capture
     it = skinny_plans_.emplace(key, skinny_plan(int(rows), K, T, sms_, swiglu)).first;
-  skinny_gemm(X, ldx, W, Y, ldy, T, N, K, swiglu, it->second, stream);
+  skinny_gemm(X, ldx, W, Y, ldy, T, N, K, swiglu, it->second, stream, norm_eps);
   return true;
 }
 
 void Gemm::linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
-                  int K, cudaStream_t stream, int ldx, int ldy) {
+                  int K, cudaStream_t stream, int ldx, int ldy, bool accumulate) {
   if (T <= 0) return;
   if (T <= gemv_max_tokens_ && T <= kGemvMaxTokens && K % 8 == 0 && (ldx == 0 || ldx % 8 == 0)) {
-    gemv(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, stream);
+    gemv(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, stream, /*swiglu=*/false, accumulate);
     return;
   }
-  if (skinny(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, /*swiglu=*/false, stream)) return;
-  cublas_linear(X, W, Y, T, N, K, stream, ldx, ldy);
+  if (!accumulate &&
+      skinny(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, /*swiglu=*/false, stream))
+    return;
+  cublas_linear(X, W, Y, T, N, K, stream, ldx, ldy, accumulate);
 }
 
 void Gemm::linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up, __nv_bfloat16* act,
-                         __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream) {
+                         __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream,
+                         const RowNorm* norm) {
   if (T <= 0) return;
+  if (norm) {
+    if (skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream, norm->eps)) return;
+    rmsnorm(X, nullptr, norm->h, T, K, norm->eps, stream);
+    X = norm->h;
+  }
   if (T <= gemv_max_tokens_ && T <= kGemvMaxTokens && K % 8 == 0) {
     gemv(X, K, W_gate_up, act, I, T, I, K, stream, /*swiglu=*/true);
     return;

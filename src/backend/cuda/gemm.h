@@ -49,28 +49,28 @@ class Gemm {
     skinny_linear_min_bytes_ = min_bytes;
   }
 
-  // ldx/ldy: row strides of X and Y in elements (0: K and N). Capturable in a CUDA graph
-  // once the shape has been run outside capture (the algorithm is chosen then).
+  // ldx/ldy: row strides of X and Y in elements (0: K and N). accumulate: Y = bf16(X W^T + Y)
+  // (the residual add of the layer's output, in fp32 before the rounding). Capturable in a
+  // CUDA graph once the shape has been run outside capture (the algorithm is chosen then).
   void linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
-              cudaStream_t stream, int ldx = 0, int ldy = 0);
+              cudaStream_t stream, int ldx = 0, int ldy = 0, bool accumulate = false);
 
   // The MLP's first half: act[T, I] = silu(X W_gate^T) * (X W_up^T), with W_gate_up the fused
   // [2I, K] weight. Small T: one fused GEMV; otherwise cuBLASLt into `scratch` [T, 2I], then
-  // the SwiGLU kernel.
+  // the SwiGLU kernel. With `norm`, X holds unnormalised rows and W_gate_up the norm's weight
+  // folded in (rmsnorm.cuh): the skinny GEMM scales its rows itself; any other path first
+  // writes the normalised rows to norm->h [T, K].
+  struct RowNorm {
+    float eps = 0.0f;
+    __nv_bfloat16* h = nullptr;
+  };
   void linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up, __nv_bfloat16* act,
-                     __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream);
-
-  // Split K without the library's reduction: the S products of X[:, slice p] W[:, slice p]^T
-  // over S equal 8-aligned K slices go to P + p * part_stride as fp32 [T, N] (one strided
-  // batch), for the kernel after it to add up (add_rmsnorm_parts). False, with nothing
-  // launched, where K does not split so or T > kPartsMaxTokens.
-  static constexpr int kPartsMaxTokens = 128;
-  bool linear_parts(const __nv_bfloat16* X, const __nv_bfloat16* W, float* P, size_t part_stride,
-                    int T, int N, int K, int S, cudaStream_t stream);
+                     __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream,
+                     const RowNorm* norm = nullptr);
 
   // Forces cuBLASLt regardless of T (for tests and benchmarks).
   void cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N,
-                     int K, cudaStream_t stream, int ldx = 0, int ldy = 0);
+                     int K, cudaStream_t stream, int ldx = 0, int ldy = 0, bool accumulate = false);
 
   // How cuBLASLt algorithms are chosen: kHeuristic (default) takes the library's first
   // answer; kTimed times its top 8 candidates on the first product of each shape bucket and
@@ -80,7 +80,7 @@ class Gemm {
   enum class Choice { kTimed, kHeuristic };
   void set_choice(Choice c) { choice_ = c; }
 
-  // Plans are per (bucket of T, N, K, ldx, ldy): T rounds up to a bucket (exact up to 16,
+  // Plans are per (bucket of T, N, K, ldx, ldy, accumulate): T rounds up to a bucket (exact up to 16,
   // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set. Each
   // bucket's algorithm is the library's choice for the bucket's largest T, so no T in it
   // needs more tiles than that.
@@ -89,7 +89,7 @@ class Gemm {
   // Products whose bucket's algorithm refused their exact T, and the exact-shape algorithms
   // chosen for them (each chosen once, then reused).
   uint64_t exact_fallbacks() const { return exact_fallbacks_; }
-  size_t num_exact_algos() const { return exact_.size() + part_exact_.size(); }
+  size_t num_exact_algos() const { return exact_.size(); }
 
   struct TuneRecord {  // what the timing found for one plan (for `tandem bench`)
     int T, N, K, candidates;
@@ -105,27 +105,20 @@ class Gemm {
     int T = 0;  // the T the layouts b and c currently describe
   };
   // The op (fp32 compute, W transposed) and layouts of Y[T, N] = X[T, k] W[N, k]^T with row
-  // strides ldw, ldx, ldy; Y of type y (bf16, or fp32 for partials).
-  static void init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy,
-                        cudaDataType_t y);
-  Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, int T, int N, int K,
-             int ldx, int ldy, cudaStream_t stream);
+  // strides ldw, ldx, ldy.
+  static void init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy);
+  using PlanKey = std::tuple<int, int, int, int, int, bool>;  // T (bucket or exact), N, K,
+                                                               // ldx, ldy, accumulate
+  Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, const PlanKey& key,
+             int T, cudaStream_t stream);
+  // accumulate: Y is also an input, so candidates are not timed on it.
   void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N,
-              int K, cudaStream_t stream, int T_query);
+              int K, cudaStream_t stream, int T_query, bool accumulate);
   void set_cols(Plan& p, int T);  // the n extent (rows of X and Y) the layouts describe
   cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
-                     const __nv_bfloat16* W, void* Y, cudaStream_t stream);
-  // linear_parts' plans by (bucket of T, N, K, S, part_stride).
-  std::map<std::tuple<int, int, int, int, size_t>, Plan> part_plans_;
-  // Algorithms for exact T where a bucket's refuses it: linear() by (T, N, K, ldx, ldy),
-  // linear_parts() by (T, N, K, S, part_stride).
-  using ExactKey = std::tuple<int, int, int, int, size_t>;
-  std::map<ExactKey, cublasLtMatmulAlgo_t> exact_, part_exact_;
-  // Runs p's algorithm, or where it refuses this T the library's choice for exactly this
-  // shape (asked once, kept in `exact` under `key`).
-  void run_or_exact(Plan& p, std::map<ExactKey, cublasLtMatmulAlgo_t>& exact, const ExactKey& key,
-                    const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N, int k,
-                    cudaStream_t stream);
+                     const __nv_bfloat16* W, void* Y, cudaStream_t stream, bool accumulate);
+  // Algorithms for exact T where a bucket's refuses it, by (T, N, K, ldx, ldy, accumulate).
+  std::map<PlanKey, cublasLtMatmulAlgo_t> exact_;
 
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
@@ -138,13 +131,14 @@ class Gemm {
   bool skinny_ok_ = false;  // skinny_supported()
   int sms_ = 0;
   // The product by the skinny GEMM (N output columns; the SwiGLU form reads 2N weight rows),
-  // if it takes this shape; plans by (T, N, K, swiglu).
+  // if it takes this shape (norm_eps >= 0: with the fused row norm); plans by (T, N, K,
+  // swiglu).
   bool skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
-              int T, int N, int K, bool swiglu, cudaStream_t stream);
+              int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps = -1.0f);
   std::map<std::tuple<int, int, int, bool>, SkinnyPlan> skinny_plans_;
   Choice choice_ = Choice::kHeuristic;
   bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees
-  std::map<std::tuple<int, int, int, int, int>, Plan> plans_;
+  std::map<PlanKey, Plan> plans_;
   std::vector<TuneRecord> tune_log_;
   uint64_t exact_fallbacks_ = 0;
 };

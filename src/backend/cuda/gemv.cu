@@ -22,7 +22,8 @@ constexpr int kUnroll = 2;
 // layers would store them (the fused gate/up output never goes to memory).
 template <int T, bool SWIGLU>
 __global__ void __launch_bounds__(kThreads)
-    gemv_kernel(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K) {
+    gemv_kernel(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
+                bool accumulate) {
   constexpr int R = SWIGLU ? 2 : 1;  // weight rows per warp
   launch_dependents();  // a following PDL kernel (the next GEMV) may launch and wait
   const int n = (blockIdx.x * kThreads + threadIdx.x) >> 5;
@@ -78,26 +79,31 @@ __global__ void __launch_bounds__(kThreads)
     if constexpr (SWIGLU) {
       v = swiglu_bf16(v, warp_sum(acc[R - 1][t]));
     }
-    if (lane == 0) Y[size_t(t) * ldy + n] = __float2bfloat16(v);
+    if (lane == 0) {
+      bf16_t* y = Y + size_t(t) * ldy + n;
+      *y = __float2bfloat16(accumulate ? v + __bfloat162float(*y) : v);
+    }
   }
 }
 
 template <int T>
 void launch(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
-            bool swiglu, cudaStream_t stream) {
+            bool swiglu, bool accumulate, cudaStream_t stream) {
   const dim3 grid((N * 32 + kThreads - 1) / kThreads), block(kThreads);
   if (swiglu)
-    launch_pdl(gemv_kernel<T, true>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K);
+    launch_pdl(gemv_kernel<T, true>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K, accumulate);
   else
-    launch_pdl(gemv_kernel<T, false>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K);
+    launch_pdl(gemv_kernel<T, false>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K,
+               accumulate);
 }
 
 // launch<T> for the T in [1, kGemvMaxTokens] given at run time (Is = T - 1).
 template <int... Is>
 void launch_rows(std::integer_sequence<int, Is...>, int T, const bf16_t* X, int ldx,
-                 const bf16_t* W, bf16_t* Y, int ldy, int N, int K, bool swiglu,
+                 const bf16_t* W, bf16_t* Y, int ldy, int N, int K, bool swiglu, bool accumulate,
                  cudaStream_t stream) {
-  ((T == Is + 1 && (launch<Is + 1>(X, ldx, W, Y, ldy, N, K, swiglu, stream), true)) || ...);
+  ((T == Is + 1 && (launch<Is + 1>(X, ldx, W, Y, ldy, N, K, swiglu, accumulate, stream), true)) ||
+   ...);
 }
 
 }  // namespace
@@ -116,10 +122,11 @@ bool pdl_enabled() {
 }
 
 void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
-          cudaStream_t stream, bool swiglu) {
+          cudaStream_t stream, bool swiglu, bool accumulate) {
   if (T < 1 || T > kGemvMaxTokens) cuda_fail("gemv", "T must be in [1, 8]", __FILE__, __LINE__);
+  if (swiglu && accumulate) cuda_fail("gemv", "SwiGLU does not accumulate", __FILE__, __LINE__);
   launch_rows(std::make_integer_sequence<int, kGemvMaxTokens>{}, T, X, ldx, W, Y, ldy, N, K,
-              swiglu, stream);
+              swiglu, accumulate, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

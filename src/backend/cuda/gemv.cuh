@@ -13,7 +13,8 @@ constexpr int kGemvMaxTokens = 8;
 // K % 8 == 0, ldx % 8 == 0, 1 <= T <= kGemvMaxTokens.
 // swiglu: W is the fused [2N, K] gate/up weight and Y[t, n] = bf16(silu(g) * u) with
 // g = (X W^T)[t, n], u = (X W^T)[t, N + n] (the MLP's activation without its [T, 2N] output).
+// accumulate (not with swiglu): Y = bf16(X W^T + Y), the sum in fp32.
 void gemv(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy, int T,
-          int N, int K, cudaStream_t stream, bool swiglu = false);
+          int N, int K, cudaStream_t stream, bool swiglu = false, bool accumulate = false);
 
 }  // namespace tandem::cuda

@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstdint>
+
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/qk_norm_rope.cuh"
@@ -5,29 +8,21 @@
 namespace tandem::cuda {
 namespace {
 
-// One warp per (token, head) among the Hq + Hkv normalised heads. Lane l owns the rotation
-// pairs (i, i + hd/2) for i = l, l + 32, ... (at most 4 pairs: hd <= 256).
-// With a KV destination the grid also covers the v heads, which are only copied.
-__global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w,
-                                    const bf16_t* k_w, const float* inv_freq, float mscale, int T,
-                                    int Hq, int Hkv, int hd, float eps, KvDest kv) {
-  const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
-  const int lane = threadIdx.x & 31;
-  const int heads = Hq + (kv.k_cache ? 2 : 1) * Hkv;
-  if (gw >= T * heads) return;
-  const int t = gw / heads, h = gw % heads;
-  bf16_t* x = qkv + size_t(t) * (Hq + 2 * Hkv) * hd + size_t(h) * hd;
-  const int64_t slot = kv.k_cache ? kv.slots[t] : -1;
-  bf16_t* kdst = h >= Hq && slot >= 0 ? (h < Hq + Hkv ? kv.k_cache : kv.v_cache) +
-                                            (size_t(slot) * Hkv + (h - Hq) % Hkv) * hd
-                                      : nullptr;
-  if (h >= Hq + Hkv) {  // v head: copy only
-    if (kdst)
-      for (int i = lane; i < hd; i += 32) kdst[i] = x[i];
+// One head of one row, by one warp: x (hd values of the qkv row) scaled to bf16(x r) first
+// (r = 1: unchanged); q/k heads (w given) normed and rotated in place, v heads (w null) only
+// scaled; kdst (null: none) gets the result too. Lane l owns the rotation pairs (i, i + hd/2)
+// for i = l, l + 32, ... (at most 4 pairs: hd <= 256).
+__device__ __forceinline__ void head_norm_rope(bf16_t* x, bf16_t* kdst, const bf16_t* w, int hd,
+                                               float eps, float p, const float* inv_freq,
+                                               float mscale, float r, int lane) {
+  if (!w) {
+    for (int i = lane; i < hd; i += 32) {
+      const bf16_t v = __float2bfloat16(__bfloat162float(x[i]) * r);
+      x[i] = v;
+      if (kdst) kdst[i] = v;
+    }
     return;
   }
-  const bf16_t* w = h < Hq ? q_w : k_w;
   const int half = hd / 2;
   float a[4], b[4];
   float ss = 0.0f;
@@ -36,19 +31,18 @@ __global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_
     const int i = lane + 32 * j;
     a[j] = b[j] = 0.0f;
     if (i < half) {
-      a[j] = __bfloat162float(x[i]);
-      b[j] = __bfloat162float(x[i + half]);
+      a[j] = rbf(__bfloat162float(x[i]) * r);
+      b[j] = rbf(__bfloat162float(x[i + half]) * r);
     }
     ss += a[j] * a[j] + b[j] * b[j];
   }
-  const float r = rsqrtf(warp_sum(ss) / float(hd) + eps);
-  const float p = float(pos[t]);
+  const float rn = rsqrtf(warp_sum(ss) / float(hd) + eps);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const int i = lane + 32 * j;
     if (i >= half) continue;
-    const float ya = rbf(__bfloat162float(w[i]) * rbf(a[j] * r));
-    const float yb = rbf(__bfloat162float(w[i + half]) * rbf(b[j] * r));
+    const float ya = rbf(__bfloat162float(w[i]) * rbf(a[j] * rn));
+    const float yb = rbf(__bfloat162float(w[i + half]) * rbf(b[j] * rn));
     float sn, cs;
     sincosf(p * inv_freq[i], &sn, &cs);
     const float c = rbf(cs * mscale), s = rbf(sn * mscale);
@@ -63,12 +57,76 @@ __global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_
   }
 }
 
+// Where head h of row t goes in the cache (null: no cache, a negative slot, or a q head).
+__device__ __forceinline__ bf16_t* cache_dst(const KvDest& kv, int t, int h, int Hq, int Hkv,
+                                             int hd) {
+  const int64_t slot = kv.k_cache ? kv.slots[t] : -1;
+  if (h < Hq || slot < 0) return nullptr;
+  return (h < Hq + Hkv ? kv.k_cache : kv.v_cache) + (size_t(slot) * Hkv + (h - Hq) % Hkv) * hd;
+}
+
+// One warp per (token, head) among the Hq + Hkv normalised heads (with a KV destination also
+// the v heads, which are only copied).
+__global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w,
+                                    const bf16_t* k_w, const float* inv_freq, float mscale, int T,
+                                    int Hq, int Hkv, int hd, float eps, KvDest kv) {
+  const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
+  const int heads = Hq + (kv.k_cache ? 2 : 1) * Hkv;
+  if (gw >= T * heads) return;
+  const int t = gw / heads, h = gw % heads;
+  bf16_t* x = qkv + size_t(t) * (Hq + 2 * Hkv) * hd + size_t(h) * hd;
+  const bf16_t* w = h < Hq ? q_w : h < Hq + Hkv ? k_w : nullptr;
+  head_norm_rope(x, cache_dst(kv, t, h, Hq, Hkv, hd), w, hd, eps, float(pos[t]), inv_freq, mscale,
+                 1.0f, threadIdx.x & 31);
+}
+
+// One block per row t: the row's input-norm factor r = rsqrt(mean(xin_t^2) + in_eps) first
+// (the qkv product read the unnormalised residual row), then warp w takes heads w, w + warps,
+// ... of all Hq + 2 Hkv.
+__global__ void qk_norm_rope_rows_kernel(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w,
+                                         const bf16_t* k_w, const float* inv_freq, float mscale,
+                                         int Hq, int Hkv, int hd, float eps, KvDest kv,
+                                         const bf16_t* xin, int dim, float in_eps) {
+  __shared__ float scratch[32];
+  launch_dependents();
+  const int t = blockIdx.x;
+  const int4* xr = reinterpret_cast<const int4*>(xin) + size_t(t) * (dim / 8);
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < dim / 8; c += blockDim.x) {
+    float v[8];
+    unpack8(xr[c], v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
+  }
+  const float r = rsqrtf(block_sum(ss, scratch) / float(dim) + in_eps);
+  const int heads = Hq + 2 * Hkv, warps = blockDim.x >> 5;
+  const float p = float(pos[t]);
+  for (int h = threadIdx.x >> 5; h < heads; h += warps) {
+    bf16_t* x = qkv + size_t(t) * heads * hd + size_t(h) * hd;
+    const bf16_t* w = h < Hq ? q_w : h < Hq + Hkv ? k_w : nullptr;
+    head_norm_rope(x, cache_dst(kv, t, h, Hq, Hkv, hd), w, hd, eps, p, inv_freq, mscale, r,
+                   threadIdx.x & 31);
+  }
+}
+
 }  // namespace
 
 void qk_norm_rope(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w, const bf16_t* k_w,
                   RopeArgs rope, int T, int Hq, int Hkv, int hd, float eps, cudaStream_t stream,
-                  KvDest kv) {
+                  KvDest kv, RowNormInput in) {
   if (T <= 0) return;
+  if (in.x) {
+    if (in.dim % 8 || reinterpret_cast<uintptr_t>(in.x) % 16)
+      cuda_fail("qk_norm_rope", "input rows need dim % 8 == 0 and 16-byte alignment", __FILE__,
+                __LINE__);
+    const int warps = std::min(Hq + 2 * Hkv, 32);
+    qk_norm_rope_rows_kernel<<<T, 32 * warps, 0, stream>>>(qkv, pos, q_w, k_w, rope.inv_freq,
+                                                           rope.mscale, Hq, Hkv, hd, eps, kv,
+                                                           in.x, in.dim, in.eps);
+    TANDEM_CUDA_CHECK_LAUNCH();
+    return;
+  }
   const long warps = long(T) * (Hq + (kv.k_cache ? 2 : 1) * Hkv);
   const int threads = 128;
   const long blocks = (warps * 32 + threads - 1) / threads;

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 
 #include "backend/cuda/check.cuh"
@@ -9,10 +10,8 @@ namespace {
 
 // One block per row. The row is read twice (sum of squares, then scale); the second read
 // hits L1/L2, so the kernel moves ~3 row-sizes through HBM (read x, delta; write x, out).
-// With parts (nparts > 0), delta is the in-order sum of the fp32 partials, rounded to bf16.
 __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out,
-                                   int dim, float eps, const float* parts = nullptr, int nparts = 0,
-                                   size_t part_stride = 0) {
+                                   int dim, float eps) {
   __shared__ float scratch[32];
   launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int dim8 = dim / 8;
@@ -29,25 +28,6 @@ __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t*
 #pragma unroll
       for (int i = 0; i < 8; ++i) v[i] = rbf(v[i] + d[i]);
       xr[c] = pack8(v);
-    } else if (nparts > 0) {
-      const float4* pr =
-          reinterpret_cast<const float4*>(parts + size_t(blockIdx.x) * dim) + 2 * size_t(c);
-      float d[8];
-      {
-        const float4 a = pr[0], b = pr[1];
-        d[0] = a.x, d[1] = a.y, d[2] = a.z, d[3] = a.w, d[4] = b.x, d[5] = b.y, d[6] = b.z,
-        d[7] = b.w;
-      }
-      for (int p = 1; p < nparts; ++p) {
-        const float4* q = reinterpret_cast<const float4*>(reinterpret_cast<const float*>(pr) +
-                                                          size_t(p) * part_stride);
-        const float4 a = q[0], b = q[1];
-        d[0] += a.x, d[1] += a.y, d[2] += a.z, d[3] += a.w, d[4] += b.x, d[5] += b.y, d[6] += b.z,
-            d[7] += b.w;
-      }
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = rbf(v[i] + rbf(d[i]));
-      xr[c] = pack8(v);
     }
 #pragma unroll
     for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
@@ -58,10 +38,29 @@ __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t*
   for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
     float v[8], g[8];
     unpack8(xr[c], v);  // this thread wrote xr[c] itself above: no barrier needed
-    unpack8(wr[c], g);
+    if (wr) {
+      unpack8(wr[c], g);
 #pragma unroll
-    for (int i = 0; i < 8; ++i) v[i] = g[i] * rbf(v[i] * r);
+      for (int i = 0; i < 8; ++i) v[i] = g[i] * rbf(v[i] * r);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) v[i] = v[i] * r;
+    }
     orow[c] = pack8(v);
+  }
+}
+
+// Grid-stride over 8-element chunks of a [rows, K] weight.
+__global__ void fold_kernel(bf16_t* W, size_t chunks, int K8, const bf16_t* w) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < chunks;
+       i += size_t(gridDim.x) * blockDim.x) {
+    int4* p = reinterpret_cast<int4*>(W) + i;
+    float v[8], g[8];
+    unpack8(*p, v);
+    unpack8(reinterpret_cast<const int4*>(w)[i % K8], g);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) v[j] *= g[j];
+    *p = pack8(v);
   }
 }
 
@@ -76,16 +75,19 @@ void add_rmsnorm(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out, i
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 
-void add_rmsnorm_parts(bf16_t* x, const float* parts, int nparts, size_t part_stride,
-                       const bf16_t* w, bf16_t* out, int T, int dim, float eps,
-                       cudaStream_t stream) {
-  if (T <= 0) return;
-  if (nparts < 1 || part_stride % 4 || reinterpret_cast<uintptr_t>(parts) % 16)
-    cuda_fail("add_rmsnorm_parts", "need >= 1 partials, 16-byte aligned", __FILE__, __LINE__);
-  const int dim8 = dim / 8;
-  const int threads = dim8 >= 512 ? 512 : ((dim8 + 31) / 32) * 32;
-  add_rmsnorm_kernel<<<T, threads, 0, stream>>>(x, nullptr, w, out, dim, eps, parts, nparts,
-                                                part_stride);
+void rmsnorm(const bf16_t* x, const bf16_t* w, bf16_t* out, int T, int dim, float eps,
+             cudaStream_t stream) {
+  // The kernel writes x back only where a delta is added.
+  add_rmsnorm(const_cast<bf16_t*>(x), nullptr, w, out, T, dim, eps, stream);
+}
+
+void fold_norm_weight(bf16_t* W, size_t rows, int K, const bf16_t* w, cudaStream_t stream) {
+  if (K % 8 || reinterpret_cast<uintptr_t>(W) % 16 || reinterpret_cast<uintptr_t>(w) % 16)
+    cuda_fail("fold_norm_weight", "K % 8 and 16-byte alignment required", __FILE__, __LINE__);
+  const size_t chunks = rows * size_t(K / 8);
+  if (chunks == 0) return;
+  const unsigned blocks = unsigned(std::min<size_t>((chunks + 255) / 256, 4096));
+  fold_kernel<<<blocks, 256, 0, stream>>>(W, chunks, K / 8, w);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

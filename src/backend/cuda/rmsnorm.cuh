@@ -1,21 +1,29 @@
 #pragma once
-// RMSNorm fused with the residual add that precedes it in every Qwen3 block:
+// RMSNorm, with the residual add that may precede it:
 //   x += delta            (bf16, when delta is given; x is the residual stream, updated)
 //   out = bf16(w * bf16(x * rsqrt(mean(x^2) + eps)))   (fp32 statistics, as HF computes it)
+// The CUDA runner folds each decoder layer's norm weights into the product that follows
+// (fold_norm_weight), so inside the layers it normalises with w = null (unit weight), or
+// inside that product (qk_norm_rope's and the skinny GEMM's row scale); the final norm keeps
+// its weight.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace tandem::cuda {
 
-// x, delta, out: [T, dim] bf16 row-major; w: [dim]; dim % 8 == 0. delta may be null.
+// x, delta, out: [T, dim] bf16 row-major; w: [dim] or null (all ones); dim % 8 == 0. delta
+// may be null.
 void add_rmsnorm(__nv_bfloat16* x, const __nv_bfloat16* delta, const __nv_bfloat16* w,
                  __nv_bfloat16* out, int T, int dim, float eps, cudaStream_t stream);
 
-// The same with delta given as `parts` fp32 partial sums (a split-K product's partials:
-// parts[p * part_stride + t * dim + c]): delta = bf16(sum over p, in order), so the
-// reduction of the product and the norm after it are one kernel.
-void add_rmsnorm_parts(__nv_bfloat16* x, const float* parts, int nparts, size_t part_stride,
-                       const __nv_bfloat16* w, __nv_bfloat16* out, int T, int dim, float eps,
-                       cudaStream_t stream);
+// The norm alone: out = bf16(w * bf16(x * r)) (w null: bf16(x * r)); x is only read.
+void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int dim,
+             float eps, cudaStream_t stream);
+
+// W[n, k] = bf16(W[n, k] * w[k]) for a [rows, K] weight: a norm's weight moved into the
+// product after it, (x * r * w) W^T = r (x (W diag(w))^T), so the product can read the
+// unnormalised x and scale its rows by r.
+void fold_norm_weight(__nv_bfloat16* W, size_t rows, int K, const __nv_bfloat16* w,
+                      cudaStream_t stream);
 
 }  // namespace tandem::cuda

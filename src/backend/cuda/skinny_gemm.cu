@@ -43,16 +43,21 @@ __host__ __device__ constexpr int stages_for(int nw, int mt) {
 // weights (`wa`: all rows, or the gate rows; `wb`: the up rows).
 // A stage holds KS consecutive 64-wide K sub-slices, so each weight row is read in runs of
 // 128 KS contiguous bytes; the depth STAGES follows from NW and MT (stages_for).
-template <int NW, int MT, bool SWIGLU>
+// NORM (SwiGLU form only): X rows are unnormalised and W holds the norm weight folded in
+// (rmsnorm.cuh); each block also sums the squares of the X rows it streams, and the epilogue
+// scales row m's gate and up sums by rsqrt(mean(x_m^2) + eps) before the SwiGLU.
+template <int NW, int MT, bool SWIGLU, bool NORM>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_kernel(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap wa,
                   const __grid_constant__ CUtensorMap wb, bf16_t* __restrict__ Y, int ldy, int T,
-                  int N, int K, int iters_per_split, int rot) {
+                  int N, int K, int iters_per_split, int rot, float eps) {
 #ifdef TANDEM_WGMMA
+  static_assert(SWIGLU || !NORM, "the fused norm is built for the SwiGLU form");
   extern __shared__ unsigned char smem_raw[];
   constexpr int STAGES = stages_for(NW, MT);
   constexpr int kRowsX = 64 * MT;  // X rows in a stage
   __shared__ uint64_t full[STAGES];  // stage s has landed (phase = use count & 1)
+  __shared__ float row_ss[NORM ? kRowsX : 1];  // NORM: this block's sums of squares by X row
   launch_dependents();
   constexpr int BN = 2 * NW;                   // weight rows in the tile
   constexpr int kCols = SWIGLU ? BN / 2 : BN;  // output columns of the tile
@@ -112,6 +117,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   grid_dependency_wait();  // before this block writes Y
 
+  constexpr int kTpr = kThreads / kRowsX, kCpt = 8 / kTpr;  // NORM: threads a row, chunks each
+  float ss = 0.0f;
   float acc[MT][NW / 2];
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -138,10 +145,35 @@ __global__ void __launch_bounds__(kThreads, 1)
                          wgmma_desc(tw + 16 * kk), 1);
     }
     wgmma_commit();
+    if constexpr (NORM) {
+      // Thread t sums its share of X row t / kTpr: kCpt of the 8 16-byte chunks of each
+      // 128-byte sub-slice row (the swizzle moves chunks within a row, never across rows).
+#pragma unroll
+      for (int j = 0; j < KS; ++j) {
+        const int4* row = reinterpret_cast<const int4*>(
+            sx + ((it % STAGES) * KS + j) * kRowsX * kBK + (tid / kTpr) * kBK);
+#pragma unroll
+        for (int c = 0; c < kCpt; ++c) {
+          float v[8];
+          unpack8(row[(tid % kTpr) * kCpt + c], v);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) ss = fmaf(v[i], v[i], ss);
+        }
+      }
+    }
     wgmma_wait<0>();
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) wgmma_hold(acc[mt]);
   }
+
+  if constexpr (NORM) {
+#pragma unroll
+    for (int o = 1; o < kTpr; o <<= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (tid % kTpr == 0) row_ss[tid / kTpr] = ss;
+    __syncthreads();  // (split K: the cluster barrier below also publishes row_ss)
+  }
+  // Row m's norm factor from its sum of squares over all of K.
+  auto row_scale = [&](float sum) { return NORM ? rsqrtf(sum / float(K) + eps) : 1.0f; };
 
   // acc[mt][4j + e]: X row 64 mt + 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q +
   // (e & 1). for_rows(fn) calls fn(mt, h, m) for each X row m < T this thread holds.
@@ -155,6 +187,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int S = gridDim.y;
   if (S == 1) {
     for_rows([&](int mt, int h, int m) {
+      const float rs = row_scale(NORM ? row_ss[m] : 0.0f);
 #pragma unroll
       for (int j = 0; j < (SWIGLU ? NW / 16 : NW / 8); ++j) {
         const int lc = 8 * j + 2 * q;
@@ -164,8 +197,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if constexpr (SWIGLU) {
           const int u = 4 * (j + NW / 16);  // the up column's accumulators
           v = __floats2bfloat162_rn(
-              swiglu_bf16(acc[mt][4 * j + 2 * h], acc[mt][u + 2 * h]),
-              swiglu_bf16(acc[mt][4 * j + 2 * h + 1], acc[mt][u + 2 * h + 1]));
+              swiglu_bf16(rs * acc[mt][4 * j + 2 * h], rs * acc[mt][u + 2 * h]),
+              swiglu_bf16(rs * acc[mt][4 * j + 2 * h + 1], rs * acc[mt][u + 2 * h + 1]));
         } else {
           v = __floats2bfloat162_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
         }
@@ -209,8 +242,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int n = c0 + oc;
     if (n >= N) continue;
     __nv_bfloat162 v;
+    float rs = 1.0f;
+    if constexpr (NORM) {
+      float sum = 0.0f;
+      for (int sp = 0; sp < S; ++sp) sum += cluster.map_shared_rank(row_ss, sp)[m];
+      rs = row_scale(sum);
+    }
     if constexpr (SWIGLU)
-      v = __floats2bfloat162_rn(swiglu_bf16(s0.x, s1.x), swiglu_bf16(s0.y, s1.y));
+      v = __floats2bfloat162_rn(swiglu_bf16(rs * s0.x, rs * s1.x), swiglu_bf16(rs * s0.y, rs * s1.y));
     else
       v = __floats2bfloat162_rn(s0.x, s0.y);
     *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
@@ -220,7 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 using KernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16_t*, int, int, int, int, int,
-                          int);
+                          int, float);
 
 // A 2-D bf16 tensor map over `rows` rows of K elements `ld` apart at W, read in boxes of
 // 64 x box_rows with the 128-byte swizzle; rows and columns past the end read as zeros.
@@ -258,11 +297,11 @@ size_t smem_bytes(int nw, int mt) {
   return std::max(pipe, partial) + 1024;                             // + alignment slack
 }
 
-// The kernel for (NW, MT, swiglu), its dynamic shared memory allowance raised once.
-template <int NW, int MT, bool SWIGLU>
+// The kernel for (NW, MT, swiglu, norm), its dynamic shared memory allowance raised once.
+template <int NW, int MT, bool SWIGLU, bool NORM>
 KernelFn kernel_for() {
   static const KernelFn k = [] {
-    KernelFn f = skinny_kernel<NW, MT, SWIGLU>;
+    KernelFn f = skinny_kernel<NW, MT, SWIGLU, NORM>;
     TANDEM_CUDA_CHECK(
         cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, kMaxSmem));
     return f;
@@ -270,15 +309,16 @@ KernelFn kernel_for() {
   return k;
 }
 
-template <bool SW>
+template <bool SW, bool NORM>
 KernelFn kernel_sw(int nw, int mt) {
-  if (nw == 144) return mt == 1 ? kernel_for<144, 1, SW>() : kernel_for<144, 2, SW>();
-  return mt == 1 ? kernel_for<80, 1, SW>() : kernel_for<80, 2, SW>();
+  if (nw == 144) return mt == 1 ? kernel_for<144, 1, SW, NORM>() : kernel_for<144, 2, SW, NORM>();
+  return mt == 1 ? kernel_for<80, 1, SW, NORM>() : kernel_for<80, 2, SW, NORM>();
 }
 
-// Only for built(p.nw, mt).
-KernelFn kernel(const SkinnyPlan& p, int mt, bool swiglu) {
-  return swiglu ? kernel_sw<true>(p.nw, mt) : kernel_sw<false>(p.nw, mt);
+// Only for built(p.nw, mt); norm only with swiglu.
+KernelFn kernel(const SkinnyPlan& p, int mt, bool swiglu, bool norm = false) {
+  if (!swiglu) return kernel_sw<false, false>(p.nw, mt);
+  return norm ? kernel_sw<true, true>(p.nw, mt) : kernel_sw<true, false>(p.nw, mt);
 }
 
 // Launch configuration: one block per tile and K split, the splits of a tile one cluster,
@@ -371,8 +411,9 @@ bool skinny_plan_fits(const SkinnyPlan& p, int T) {
 }
 
 void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
-                 bool swiglu, const SkinnyPlan& plan, cudaStream_t stream) {
-  if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 ||
+                 bool swiglu, const SkinnyPlan& plan, cudaStream_t stream, float norm_eps) {
+  const bool norm = norm_eps >= 0.0f;
+  if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 || (norm && !swiglu) ||
       reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
       !skinny_plan_fits(plan, T) || plan.splits < 1 || plan.rot < 0 ||
       plan.splits > kMaxSplits)
@@ -386,8 +427,8 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
   const CUtensorMap xm = tensor_map(X, T, K, ldx, 64 * mt);
   const CUtensorMap wa = tensor_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
   const CUtensorMap wb = swiglu ? tensor_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
-  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu), xm, wa, wb, Y, ldy, T, N,
-                                       K, per_split, plan.rot));
+  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu, norm), xm, wa, wb, Y, ldy,
+                                       T, N, K, per_split, plan.rot, norm ? norm_eps : 0.0f));
 }
 
 }  // namespace tandem::cuda

@@ -40,8 +40,12 @@ bool skinny_plan_fits(const SkinnyPlan& plan, int T);
 // N % 2 == 0, K % 8 == 0, ldx % 8 == 0, ldy % 2 == 0, 1 <= T <= kSkinnyMaxTokens.
 // swiglu false: rows = N. swiglu true: W is the fused [2N, K] gate/up weight and
 // Y[t, n] = bf16(silu(g) * u) with g, u rounded to bf16 first (as the GEMV does).
+// norm_eps >= 0 (SwiGLU form only): X rows are unnormalised residual rows and W holds the
+// norm weight folded in (rmsnorm.cuh); g and u of row t are scaled by
+// rsqrt(mean(X_t^2) + norm_eps) first, so the RMSNorm before the MLP needs no kernel.
 // Throws where skinny_supported() is false.
 void skinny_gemm(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
-                 int T, int N, int K, bool swiglu, const SkinnyPlan& plan, cudaStream_t stream);
+                 int T, int N, int K, bool swiglu, const SkinnyPlan& plan, cudaStream_t stream,
+                 float norm_eps = -1.0f);
 
 }  // namespace tandem::cuda

@@ -57,7 +57,33 @@ TEST(CudaKernels, AddRmsNormMatchesCpu) {
     add_rmsnorm(dx2.get(), nullptr, dw.get(), dout.get(), T, dim, 1e-6f, nullptr);
     std::vector<double> xd(x.begin(), x.end());
     EXPECT_EQ(rel_error(dx2.floats(), xd), 0.0);
+    // The norm alone with a unit weight (w folded into the next product): bf16(x r).
+    rmsnorm(dx2.get(), nullptr, dout.get(), T, dim, 1e-6f, nullptr);
+    std::vector<double> ref_unit(x.size());
+    for (int t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int d = 0; d < dim; ++d) ss += double(x[size_t(t) * dim + d]) * x[size_t(t) * dim + d];
+      const double r = 1.0 / std::sqrt(ss / dim + 1e-6);
+      for (int d = 0; d < dim; ++d) ref_unit[size_t(t) * dim + d] = x[size_t(t) * dim + d] * r;
+    }
+    EXPECT_LT(rel_error(dout.floats(), ref_unit), 5e-3) << "unit weight, dim " << dim;
+    EXPECT_EQ(rel_error(dx2.floats(), xd), 0.0);
   }
+}
+
+// fold_norm_weight: W[n, k] = bf16(W[n, k] w[k]), exactly.
+TEST(CudaKernels, FoldNormWeightScalesColumns) {
+  Rng rng(test_seed() + 5);
+  const int rows = 37, K = 1288;
+  auto W = random_bf16(rng, size_t(rows) * K);
+  auto w = random_bf16(rng, K, 0.3, 1.0);
+  Dev<bf16_t> dW(W), dw(w);
+  fold_norm_weight(dW.get(), rows, K, dw.get(), nullptr);
+  const auto got = dW.floats();
+  for (int n = 0; n < rows; ++n)
+    for (int k = 0; k < K; ++k)
+      ASSERT_EQ(got[size_t(n) * K + k], round_bf16(W[size_t(n) * K + k] * w[k]))
+          << n << " " << k;
 }
 
 TEST(CudaKernels, SwigluMatchesCpu) {
@@ -106,7 +132,8 @@ TEST(CudaKernels, QkNormRopeMatchesCpu) {
     int Hq, Hkv, hd;
     float mscale;
   };
-  for (Case c : {Case{5, 1, 128, 1.0f}, Case{4, 2, 16, 1.0f}, Case{8, 2, 64, 1.1386f}}) {
+  for (Case c : {Case{5, 1, 128, 1.0f}, Case{4, 2, 16, 1.0f}, Case{8, 2, 64, 1.1386f},
+                 Case{40, 8, 128, 1.0f}}) {
     const int T = 11, row = (c.Hq + 2 * c.Hkv) * c.hd;
     auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
     auto qw = random_bf16(rng, c.hd, 0.2, 1.0), kw = random_bf16(rng, c.hd, 0.2, 1.0);
@@ -152,6 +179,35 @@ TEST(CudaKernels, QkNormRopeMatchesCpu) {
       }
     (void)kc0;
     (void)vc0;
+
+    // With the input norm's row scale (the qkv product read the raw residual rows x): every
+    // qkv value, v heads too, scaled by rsqrt(mean(x_t^2) + eps) first; the cache gets the
+    // finished k and the scaled v.
+    const int dim = 200;
+    auto xin = random_bf16(rng, size_t(T) * dim, 4.0);
+    std::vector<float> scaled(qkv.size());
+    for (int t = 0; t < T; ++t) {
+      double ss = 0;
+      for (int i = 0; i < dim; ++i) ss += double(xin[size_t(t) * dim + i]) * xin[size_t(t) * dim + i];
+      const double r = 1.0 / std::sqrt(ss / dim + 1e-6);
+      for (int i = 0; i < row; ++i)
+        scaled[size_t(t) * row + i] = float(double(qkv[size_t(t) * row + i]) * r);
+    }
+    std::vector<double> ref3;
+    qk_norm_rope_ref(ref3, scaled, pos, qw, kw, inv, c.mscale, T, c.Hq, c.Hkv, c.hd);
+    Dev<bf16_t> d3(qkv), dxin(xin), kc3(size_t(slots) * kvd), vc3(size_t(slots) * kvd);
+    qk_norm_rope(d3.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), c.mscale}, T, c.Hq,
+                 c.Hkv, c.hd, 1e-6f, nullptr, KvDest{ds.get(), kc3.get(), vc3.get()},
+                 RowNormInput{dxin.get(), dim, 1e-6f});
+    auto got3 = d3.floats(), k3 = kc3.floats(), v3 = vc3.floats();
+    EXPECT_LT(rel_error(got3, ref3), 1.5e-2) << "row scale, hd " << c.hd;
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < kvd; ++i) {
+        const size_t at = size_t(3 * t + 1) * kvd + i;
+        if (slot[t] < 0) continue;
+        ASSERT_EQ(k3[at], got3[size_t(t) * row + c.Hq * c.hd + i]) << t << " " << i;
+        ASSERT_EQ(v3[at], got3[size_t(t) * row + c.Hq * c.hd + kvd + i]) << t << " " << i;
+      }
   }
 }
 

@@ -128,7 +128,7 @@ void run_schedule(const std::string& preset, double tol) {
     const char* name;
     CudaRunnerOptions opt;
   };
-  std::vector<Variant> variants(3);
+  std::vector<Variant> variants(4);
   variants[0].name = "graphs+gemv";
   variants[0].opt.gemv_max_tokens = 4;  // the GEMV (and its PDL launch) inside the graphs
   variants[1].name = "cublas-only";
@@ -137,6 +137,8 @@ void run_schedule(const std::string& preset, double tol) {
   variants[2].name = "split-passes";
   variants[2].opt.max_num_tokens = 24;
   variants[2].opt.cuda_graphs = false;
+  variants[3].name = "skinny";  // the gate/up product with its norm inside (sm_90a)
+  variants[3].opt.skinny_min_bytes = 0;
   for (auto& v : variants) {
     v.opt.block_size = bs;
     v.opt.num_blocks = blocks;
