@@ -191,18 +191,20 @@ int current_sms() {
 
 }  // namespace
 
-DecodeMma pick_decode_mma(int blocks, int num_sms) {
+DecodeMma pick_decode_mma(int items, int splits, int num_sms) {
+  const int blocks = items * splits;
   // Fraction of the slots the grid's waves fill (slots: blocks resident at once).
   auto fill = [&](int slots) {
     const int waves = (blocks + slots - 1) / slots;
     return double(blocks) / (double(waves) * slots);
   };
   // Measured on the H200 at Qwen3-14B's heads (DecodeAttentionTiming, `bench --sections
-  // batch`): narrow is faster wherever its waves are as full as wide's (64 sequences: 42 us
-  // against 46 a layer, decode steps +1%; 128: +2%; 256: +3%) and slower where they are not
-  // (96 sequences: 1.45 narrow waves, -2.4%). A grid that fits one wide wave keeps the wide
-  // shape's extra warps.
-  if (blocks <= 2 * num_sms) return DecodeMma::kWide;
+  // batch`): with one split, narrow is faster wherever its waves are as full as wide's (40 /
+  // 48 / 64 sequences: decode steps +3.5 / +3.4 / +1%; 128: +2%; 256: +3%) and slower where
+  // they are not (96 sequences: 1.45 narrow waves, -2.4%). Split grids (batches of 2-32,
+  // splits of at most a few 64-key tiles) lost 0.5-3.5% narrow or were even, and a grid that
+  // fits one wide wave keeps the wide shape's extra warps.
+  if (splits > 1 || blocks <= 2 * num_sms) return DecodeMma::kWide;
   return fill(4 * num_sms) >= fill(2 * num_sms) - 0.05 ? DecodeMma::kNarrow : DecodeMma::kWide;
 }
 
@@ -234,7 +236,7 @@ void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, in
     const DecodeMma shape = g_kernel == DecodeKernel::kNarrow ? DecodeMma::kNarrow
                             : g_kernel == DecodeKernel::kWide
                                 ? DecodeMma::kWide
-                                : pick_decode_mma(S * Hkv * splits, current_sms());
+                                : pick_decode_mma(S * Hkv, splits, current_sms());
     decode_attention_mma(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2,
                          splits, part_o, part_ml, counters, stream);
     return;

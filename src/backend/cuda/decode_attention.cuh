@@ -37,9 +37,9 @@ enum class DecodeKernel { kAuto, kPortable, kWide, kNarrow };
 void set_decode_attention_kernel(DecodeKernel k);
 // The tensor-core kernel's two shapes (decode_attention_mma.cu): kWide 4 warps a block, 2
 // blocks an SM; kNarrow 2 warps, 4 blocks an SM. kAuto takes pick_decode_mma's choice for a
-// grid of `blocks` (sequences x KV heads x splits) on `num_sms` multiprocessors.
+// grid of `items` (sequences x KV heads) x `splits` blocks on `num_sms` multiprocessors.
 enum class DecodeMma { kWide, kNarrow };
-DecodeMma pick_decode_mma(int blocks, int num_sms);
+DecodeMma pick_decode_mma(int items, int splits, int num_sms);
 
 // hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats,
 // zero-filled once after allocation (it holds split counters that every call leaves at zero).

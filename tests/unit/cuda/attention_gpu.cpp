@@ -137,15 +137,23 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
                            }
                          });
 
-// The automatic shape on a 132-SM H200 at Qwen3-14B's 8 KV heads: wide while one wide wave
-// holds the grid or narrow waves would run emptier; narrow otherwise.
+// The automatic shape on a 132-SM H200 at Qwen3-14B's 8 KV heads (the runner's split counts):
+// wide for split grids, while one wide wave holds the grid, or where narrow waves would run
+// emptier; narrow otherwise.
 TEST(CudaKernels, DecodeAttentionShapeChoice) {
-  EXPECT_EQ(pick_decode_mma(8 * 32, 132), DecodeMma::kWide);     // batch 32, one split
-  EXPECT_EQ(pick_decode_mma(8 * 64, 132), DecodeMma::kNarrow);   // 64: 1 narrow wave, 2 wide
-  EXPECT_EQ(pick_decode_mma(8 * 96, 132), DecodeMma::kWide);     // 96: 1.45 narrow waves
-  EXPECT_EQ(pick_decode_mma(8 * 128, 132), DecodeMma::kNarrow);  // 128, 256: full waves
-  EXPECT_EQ(pick_decode_mma(8 * 256, 132), DecodeMma::kNarrow);
-  EXPECT_EQ(pick_decode_mma(8 * 80, 132), DecodeMma::kWide);
+  auto pick = [](int S) {
+    return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132);
+  };
+  EXPECT_EQ(pick(1), DecodeMma::kWide);      // 32 splits
+  EXPECT_EQ(pick(16), DecodeMma::kWide);     // 3 splits
+  EXPECT_EQ(pick(32), DecodeMma::kWide);     // 2 splits
+  EXPECT_EQ(pick(33), DecodeMma::kWide);     // one split, 264 blocks: one wide wave
+  EXPECT_EQ(pick(48), DecodeMma::kNarrow);
+  EXPECT_EQ(pick(64), DecodeMma::kNarrow);   // 1 narrow wave, 2 wide
+  EXPECT_EQ(pick(80), DecodeMma::kWide);
+  EXPECT_EQ(pick(96), DecodeMma::kWide);     // 1.45 narrow waves
+  EXPECT_EQ(pick(128), DecodeMma::kNarrow);  // 128, 256: full waves
+  EXPECT_EQ(pick(256), DecodeMma::kNarrow);
 }
 
 struct PrefillDims {
