@@ -101,7 +101,7 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
   x_.alloc(T * H * 2, "activations");
-  h_.alloc(T * H * 2, "activations");
+  h_.alloc(std::max<uint64_t>(T, 4) * H * 2, "activations");  // >= 2 fp32 rows (Gemm::RowNorm)
   qkv_.alloc(T * qkv_dim * 2, "activations");
   attn_.alloc(T * cfg_.q_size() * 2, "activations");
   gu_.alloc(T * 2 * I * 2, "activations");

@@ -219,6 +219,13 @@ void Gemm::linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up,
                          const RowNorm* norm) {
   if (T <= 0) return;
   if (norm) {
+    if (T <= gemv_max_tokens_ && T <= 2 && K % 8 == 0) {
+      // The GEMV reads the normalised rows in fp32 (no bf16 unpacking in its loop).
+      float* hf = reinterpret_cast<float*>(norm->h);
+      rmsnorm_f32(X, hf, T, K, norm->eps, stream);
+      gemv_swiglu_f32x(hf, K, W_gate_up, act, I, T, I, K, stream);
+      return;
+    }
     if (skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream, norm->eps)) return;
     rmsnorm(X, nullptr, norm->h, T, K, norm->eps, stream);
     X = norm->h;

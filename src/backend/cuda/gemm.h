@@ -59,7 +59,8 @@ class Gemm {
   // [2I, K] weight. Small T: one fused GEMV; otherwise cuBLASLt into `scratch` [T, 2I], then
   // the SwiGLU kernel. With `norm`, X holds unnormalised rows and W_gate_up the norm's weight
   // folded in (rmsnorm.cuh): the skinny GEMM scales its rows itself; any other path first
-  // writes the normalised rows to norm->h [T, K].
+  // writes the normalised rows to norm->h [T, K] (for the GEMV at 1-2 rows in fp32: h must
+  // hold 2 K floats).
   struct RowNorm {
     float eps = 0.0f;
     __nv_bfloat16* h = nullptr;

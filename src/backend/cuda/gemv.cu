@@ -1,3 +1,4 @@
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -20,9 +21,10 @@ constexpr int kUnroll = 2;
 // SWIGLU: W holds gate rows [0, N) then up rows [N, 2N); the warp for column n reads rows n
 // and N + n and writes bf16(bf16(silu(g)) * u) with g, u rounded to bf16 as the unfused
 // layers would store them (the fused gate/up output never goes to memory).
-template <int T, bool SWIGLU>
+// XT: X in bf16, or in fp32 (a norm's output kept unrounded: no unpacking in the loop).
+template <int T, bool SWIGLU, class XT = bf16_t>
 __global__ void __launch_bounds__(kThreads)
-    gemv_kernel(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
+    gemv_kernel(const XT* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
                 bool accumulate) {
   constexpr int R = SWIGLU ? 2 : 1;  // weight rows per warp
   launch_dependents();  // a following PDL kernel (the next GEMV) may launch and wait
@@ -65,7 +67,14 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int t = 0; t < T; ++t) {
         float xf[8];
-        unpack8(__ldg(reinterpret_cast<const int4*>(X + size_t(t) * ldx) + c), xf);
+        if constexpr (sizeof(XT) == 4) {
+          const float4* xr = reinterpret_cast<const float4*>(X + size_t(t) * ldx) + 2 * c;
+          const float4 a = __ldg(xr), b = __ldg(xr + 1);
+          xf[0] = a.x, xf[1] = a.y, xf[2] = a.z, xf[3] = a.w;
+          xf[4] = b.x, xf[5] = b.y, xf[6] = b.z, xf[7] = b.w;
+        } else {
+          unpack8(__ldg(reinterpret_cast<const int4*>(X + size_t(t) * ldx) + c), xf);
+        }
 #pragma unroll
         for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -84,6 +93,13 @@ __global__ void __launch_bounds__(kThreads)
       *y = __float2bfloat16(accumulate ? v + __bfloat162float(*y) : v);
     }
   }
+}
+
+template <int T>
+void launch_f32x(const float* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
+                 cudaStream_t stream) {
+  const dim3 grid((N * 32 + kThreads - 1) / kThreads), block(kThreads);
+  launch_pdl(gemv_kernel<T, true, float>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K, false);
 }
 
 template <int T>
@@ -127,6 +143,18 @@ void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, 
   if (swiglu && accumulate) cuda_fail("gemv", "SwiGLU does not accumulate", __FILE__, __LINE__);
   launch_rows(std::make_integer_sequence<int, kGemvMaxTokens>{}, T, X, ldx, W, Y, ldy, N, K,
               swiglu, accumulate, stream);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+void gemv_swiglu_f32x(const float* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N,
+                      int K, cudaStream_t stream) {
+  if (T < 1 || T > 2 || ldx % 4 || reinterpret_cast<uintptr_t>(X) % 16)
+    cuda_fail("gemv_swiglu_f32x", "T must be 1 or 2, X rows 16-byte aligned", __FILE__,
+              __LINE__);
+  if (T == 1)
+    launch_f32x<1>(X, ldx, W, Y, ldy, N, K, stream);
+  else
+    launch_f32x<2>(X, ldx, W, Y, ldy, N, K, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

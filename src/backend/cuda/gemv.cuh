@@ -17,4 +17,8 @@ constexpr int kGemvMaxTokens = 8;
 void gemv(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy, int T,
           int N, int K, cudaStream_t stream, bool swiglu = false, bool accumulate = false);
 
+// The SwiGLU form over fp32 X rows (a norm's unrounded output, rmsnorm_f32), for T <= 2:
+// the loop then loads X without unpacking bf16. ldx % 4 == 0, X 16-byte aligned.
+void gemv_swiglu_f32x(const float* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
+                      int T, int N, int K, cudaStream_t stream);
 }  // namespace tandem::cuda

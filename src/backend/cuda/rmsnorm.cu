@@ -50,6 +50,29 @@ __global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t*
   }
 }
 
+// The unit-weight norm into fp32 rows: out = x r, unrounded. One block per row.
+__global__ void rmsnorm_f32_kernel(const bf16_t* x, float* out, int dim, float eps) {
+  __shared__ float scratch[32];
+  launch_dependents();
+  const int dim8 = dim / 8;
+  const int4* xr = reinterpret_cast<const int4*>(x) + size_t(blockIdx.x) * dim8;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
+    float v[8];
+    unpack8(xr[c], v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
+  }
+  const float r = rsqrtf(block_sum(ss, scratch) / float(dim) + eps);
+  float4* orow = reinterpret_cast<float4*>(out + size_t(blockIdx.x) * dim);
+  for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
+    float v[8];
+    unpack8(xr[c], v);
+    orow[2 * c] = make_float4(v[0] * r, v[1] * r, v[2] * r, v[3] * r);
+    orow[2 * c + 1] = make_float4(v[4] * r, v[5] * r, v[6] * r, v[7] * r);
+  }
+}
+
 // Grid-stride over 8-element chunks of a [rows, K] weight.
 __global__ void fold_kernel(bf16_t* W, size_t chunks, int K8, const bf16_t* w) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < chunks;
@@ -79,6 +102,14 @@ void rmsnorm(const bf16_t* x, const bf16_t* w, bf16_t* out, int T, int dim, floa
              cudaStream_t stream) {
   // The kernel writes x back only where a delta is added.
   add_rmsnorm(const_cast<bf16_t*>(x), nullptr, w, out, T, dim, eps, stream);
+}
+
+void rmsnorm_f32(const bf16_t* x, float* out, int T, int dim, float eps, cudaStream_t stream) {
+  if (T <= 0) return;
+  const int dim8 = dim / 8;
+  const int threads = dim8 >= 512 ? 512 : ((dim8 + 31) / 32) * 32;
+  rmsnorm_f32_kernel<<<T, threads, 0, stream>>>(x, out, dim, eps);
+  TANDEM_CUDA_CHECK_LAUNCH();
 }
 
 void fold_norm_weight(bf16_t* W, size_t rows, int K, const bf16_t* w, cudaStream_t stream) {

@@ -20,6 +20,10 @@ void add_rmsnorm(__nv_bfloat16* x, const __nv_bfloat16* delta, const __nv_bfloat
 void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int dim,
              float eps, cudaStream_t stream);
 
+// The unit-weight norm into fp32 rows, unrounded: out = x * r ([T, dim] floats).
+void rmsnorm_f32(const __nv_bfloat16* x, float* out, int T, int dim, float eps,
+                 cudaStream_t stream);
+
 // W[n, k] = bf16(W[n, k] * w[k]) for a [rows, K] weight: a norm's weight moved into the
 // product after it, (x * r * w) W^T = r (x (W diag(w))^T), so the product can read the
 // unnormalised x and scale its rows by r.

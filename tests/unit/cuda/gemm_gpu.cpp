@@ -156,7 +156,7 @@ TEST(CudaKernels, LinearSwigluNormMatchesCpu) {
     g.set_skinny_min_bytes(0);
     g.set_skinny_tokens(min_tokens, kSkinnyMaxTokens);
     for (auto [I, K] : {std::pair{344, 136}, std::pair{344, 648}, std::pair{56, 2560}}) {
-      for (int T : {1, 3, 8, 37, 64, 100, 128}) {
+      for (int T : {1, 2, 3, 8, 37, 64, 100, 128}) {
         auto x = random_bf16(rng, size_t(T) * K, 3.0);
         auto nw = random_bf16(rng, K, 0.3, 1.0);
         auto w = random_bf16(rng, size_t(2 * I) * K, 2.0 / std::sqrt(double(K)));
