@@ -84,4 +84,19 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
   return warp_sum(v);
 }
 
+// RMSNorm's row factor rsqrt(mean(x^2) + eps) of one bf16 row of `dim` (% 8 == 0) elements,
+// 16-byte aligned, computed by the whole block (every thread calls it and gets the factor).
+__device__ __forceinline__ float block_row_rms(const bf16_t* row, int dim, float eps,
+                                               float* scratch) {
+  const int4* r = reinterpret_cast<const int4*>(row);
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < dim / 8; c += blockDim.x) {
+    float v[8];
+    unpack8(r[c], v);
+#pragma unroll
+    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
+  }
+  return rsqrtf(block_sum(ss, scratch) / float(dim) + eps);
+}
+
 }  // namespace tandem::cuda

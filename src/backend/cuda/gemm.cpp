@@ -218,23 +218,25 @@ void Gemm::linear_swiglu(const __nv_bfloat16* X, const __nv_bfloat16* W_gate_up,
                          __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream,
                          const RowNorm* norm) {
   if (T <= 0) return;
+  const bool gemv_rows = T <= gemv_max_tokens_ && T <= kGemvMaxTokens && K % 8 == 0;
+  if (norm && gemv_rows && T <= 2) {
+    // The GEMV reads the normalised rows in fp32 (no bf16 unpacking in its loop).
+    float* hf = reinterpret_cast<float*>(norm->h);
+    rmsnorm_f32(X, hf, T, K, norm->eps, stream);
+    gemv_swiglu_f32x(hf, K, W_gate_up, act, I, T, I, K, stream);
+    return;
+  }
+  if (!gemv_rows &&
+      skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream, norm ? norm->eps : -1.0f))
+    return;
   if (norm) {
-    if (T <= gemv_max_tokens_ && T <= 2 && K % 8 == 0) {
-      // The GEMV reads the normalised rows in fp32 (no bf16 unpacking in its loop).
-      float* hf = reinterpret_cast<float*>(norm->h);
-      rmsnorm_f32(X, hf, T, K, norm->eps, stream);
-      gemv_swiglu_f32x(hf, K, W_gate_up, act, I, T, I, K, stream);
-      return;
-    }
-    if (skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream, norm->eps)) return;
     rmsnorm(X, nullptr, norm->h, T, K, norm->eps, stream);
     X = norm->h;
   }
-  if (T <= gemv_max_tokens_ && T <= kGemvMaxTokens && K % 8 == 0) {
+  if (gemv_rows) {
     gemv(X, K, W_gate_up, act, I, T, I, K, stream, /*swiglu=*/true);
     return;
   }
-  if (skinny(X, K, W_gate_up, act, I, T, I, K, /*swiglu=*/true, stream)) return;
   cublas_linear(X, W_gate_up, scratch, T, 2 * I, K, stream);
   swiglu(scratch, act, T, I, stream);
 }

@@ -65,45 +65,22 @@ __device__ __forceinline__ bf16_t* cache_dst(const KvDest& kv, int t, int h, int
   return (h < Hq + Hkv ? kv.k_cache : kv.v_cache) + (size_t(slot) * Hkv + (h - Hq) % Hkv) * hd;
 }
 
-// One warp per (token, head) among the Hq + Hkv normalised heads (with a KV destination also
-// the v heads, which are only copied).
+// One block per row t. With xin (the qkv product read the unnormalised residual row), the
+// row's input-norm factor r = rsqrt(mean(xin_t^2) + in_eps) first, else r = 1; then warp w
+// takes heads w, w + warps, ... (the v heads only where they are scaled or cached).
 __global__ void qk_norm_rope_kernel(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w,
-                                    const bf16_t* k_w, const float* inv_freq, float mscale, int T,
-                                    int Hq, int Hkv, int hd, float eps, KvDest kv) {
-  const int gw = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
-  const int heads = Hq + (kv.k_cache ? 2 : 1) * Hkv;
-  if (gw >= T * heads) return;
-  const int t = gw / heads, h = gw % heads;
-  bf16_t* x = qkv + size_t(t) * (Hq + 2 * Hkv) * hd + size_t(h) * hd;
-  const bf16_t* w = h < Hq ? q_w : h < Hq + Hkv ? k_w : nullptr;
-  head_norm_rope(x, cache_dst(kv, t, h, Hq, Hkv, hd), w, hd, eps, float(pos[t]), inv_freq, mscale,
-                 1.0f, threadIdx.x & 31);
-}
-
-// One block per row t: the row's input-norm factor r = rsqrt(mean(xin_t^2) + in_eps) first
-// (the qkv product read the unnormalised residual row), then warp w takes heads w, w + warps,
-// ... of all Hq + 2 Hkv.
-__global__ void qk_norm_rope_rows_kernel(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w,
-                                         const bf16_t* k_w, const float* inv_freq, float mscale,
-                                         int Hq, int Hkv, int hd, float eps, KvDest kv,
-                                         const bf16_t* xin, int dim, float in_eps) {
+                                    const bf16_t* k_w, const float* inv_freq, float mscale, int Hq,
+                                    int Hkv, int hd, float eps, KvDest kv, const bf16_t* xin,
+                                    int dim, float in_eps) {
   __shared__ float scratch[32];
-  launch_dependents();
+  launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int t = blockIdx.x;
-  const int4* xr = reinterpret_cast<const int4*>(xin) + size_t(t) * (dim / 8);
-  float ss = 0.0f;
-  for (int c = threadIdx.x; c < dim / 8; c += blockDim.x) {
-    float v[8];
-    unpack8(xr[c], v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
-  }
-  const float r = rsqrtf(block_sum(ss, scratch) / float(dim) + in_eps);
-  const int heads = Hq + 2 * Hkv, warps = blockDim.x >> 5;
+  const float r = xin ? block_row_rms(xin + size_t(t) * dim, dim, in_eps, scratch) : 1.0f;
+  const int row = Hq + 2 * Hkv, warps = blockDim.x >> 5;
+  const int heads = xin || kv.k_cache ? row : Hq + Hkv;
   const float p = float(pos[t]);
   for (int h = threadIdx.x >> 5; h < heads; h += warps) {
-    bf16_t* x = qkv + size_t(t) * heads * hd + size_t(h) * hd;
+    bf16_t* x = qkv + size_t(t) * row * hd + size_t(h) * hd;
     const bf16_t* w = h < Hq ? q_w : h < Hq + Hkv ? k_w : nullptr;
     head_norm_rope(x, cache_dst(kv, t, h, Hq, Hkv, hd), w, hd, eps, p, inv_freq, mscale, r,
                    threadIdx.x & 31);
@@ -116,22 +93,13 @@ void qk_norm_rope(bf16_t* qkv, const int32_t* pos, const bf16_t* q_w, const bf16
                   RopeArgs rope, int T, int Hq, int Hkv, int hd, float eps, cudaStream_t stream,
                   KvDest kv, RowNormInput in) {
   if (T <= 0) return;
-  if (in.x) {
-    if (in.dim % 8 || reinterpret_cast<uintptr_t>(in.x) % 16)
-      cuda_fail("qk_norm_rope", "input rows need dim % 8 == 0 and 16-byte alignment", __FILE__,
-                __LINE__);
-    const int warps = std::min(Hq + 2 * Hkv, 32);
-    qk_norm_rope_rows_kernel<<<T, 32 * warps, 0, stream>>>(qkv, pos, q_w, k_w, rope.inv_freq,
-                                                           rope.mscale, Hq, Hkv, hd, eps, kv,
-                                                           in.x, in.dim, in.eps);
-    TANDEM_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  const long warps = long(T) * (Hq + (kv.k_cache ? 2 : 1) * Hkv);
-  const int threads = 128;
-  const long blocks = (warps * 32 + threads - 1) / threads;
-  qk_norm_rope_kernel<<<unsigned(blocks), threads, 0, stream>>>(
-      qkv, pos, q_w, k_w, rope.inv_freq, rope.mscale, T, Hq, Hkv, hd, eps, kv);
+  if (in.x && (in.dim % 8 || reinterpret_cast<uintptr_t>(in.x) % 16))
+    cuda_fail("qk_norm_rope", "input rows need dim % 8 == 0 and 16-byte alignment", __FILE__,
+              __LINE__);
+  const int warps = std::min(Hq + 2 * Hkv, 32);
+  qk_norm_rope_kernel<<<T, 32 * warps, 0, stream>>>(qkv, pos, q_w, k_w, rope.inv_freq,
+                                                    rope.mscale, Hq, Hkv, hd, eps, kv, in.x,
+                                                    in.dim, in.eps);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

@@ -56,14 +56,7 @@ __global__ void rmsnorm_f32_kernel(const bf16_t* x, float* out, int dim, float e
   launch_dependents();
   const int dim8 = dim / 8;
   const int4* xr = reinterpret_cast<const int4*>(x) + size_t(blockIdx.x) * dim8;
-  float ss = 0.0f;
-  for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
-    float v[8];
-    unpack8(xr[c], v);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
-  }
-  const float r = rsqrtf(block_sum(ss, scratch) / float(dim) + eps);
+  const float r = block_row_rms(x + size_t(blockIdx.x) * dim, dim, eps, scratch);
   float4* orow = reinterpret_cast<float4*>(out + size_t(blockIdx.x) * dim);
   for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
     float v[8];
