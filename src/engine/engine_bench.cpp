@@ -103,9 +103,18 @@ class Level {
       start[i] = t0 + std::chrono::microseconds(int64_t(opt_.ramp_ms * 1000.0 * double(i) /
                                                         double(clients.size())));
     size_t started = 0;
+    // Every step's end, tokens and sequences: the steady window is cut from them at the end.
+    struct StepMark {
+      Clock::time_point t;
+      uint32_t tokens, seqs;
+    };
+    std::vector<StepMark> marks;
+    Clock::time_point all_started{}, first_done{};
+    bool any_done = false;
     auto start_due = [&] {
       const auto now = Clock::now();
       while (started < clients.size() && start[started] <= now) submit(clients[started++]);
+      if (started == clients.size() && all_started == Clock::time_point{}) all_started = now;
     };
     start_due();
     int active = concurrency;
@@ -117,8 +126,10 @@ class Level {
         std::this_thread::sleep_until(start[started]);
         continue;
       }
+      const uint64_t seqs_before = core_->total_timing().num_seqs;
       core_->step();
       const auto now = Clock::now();
+      marks.push_back({now, 0, uint32_t(core_->total_timing().num_seqs - seqs_before)});
       for (auto& c : clients) {
         if (!c.h) continue;
         evs.clear();
@@ -130,6 +141,7 @@ class Level {
             continue;
           }
           ++out_tokens;
+          ++marks.back().tokens;
           if (!c.got_first) {
             c.got_first = true;
             ttft.push_back(ms_between(c.submitted, now));
@@ -145,6 +157,8 @@ class Level {
         } else {
           c.h.reset();
           --active;
+          if (!any_done) first_done = now;
+          any_done = true;
         }
       }
     }
@@ -159,6 +173,18 @@ class Level {
     row.ttft_p50_ms = percentile(ttft, 50);
     row.ttft_p99_ms = percentile(ttft, 99);
     row.ttft_steady_p99_ms = percentile(ttft_steady, 99);
+    if (first_done > all_started) {
+      uint64_t steps_in = 0, seqs_in = 0;
+      for (const auto& m : marks) {
+        if (m.t <= all_started || m.t > first_done) continue;
+        row.steady_tokens += m.tokens;
+        seqs_in += m.seqs;
+        ++steps_in;
+      }
+      row.steady_s = ms_between(all_started, first_done) / 1000.0;
+      row.steady_tok_s = double(row.steady_tokens) / row.steady_s;
+      row.steady_seqs = steps_in ? double(seqs_in) / double(steps_in) : 0;
+    }
     row.itl_p50_ms = percentile(itl, 50);
     row.itl_p99_ms = percentile(itl, 99);
     const auto st = core_->stats();
@@ -313,6 +339,12 @@ std::string format_engine_bench(const std::vector<EngineBenchRow>& rows) {
         r.scenario, r.concurrency, r.requests, r.output_tok_s, r.ttft_p50_ms, r.ttft_p99_ms,
         r.ttft_steady_p99_ms, r.itl_p50_ms, r.itl_p99_ms, r.cold_ttft_ms,
         100.0 * r.prefix_hit_rate);
+  s += fmt::format("\nsteady window (every client with a request in flight)\n"
+                   "{:<14} {:>5} {:>9} {:>9} {:>10} {:>7}\n",
+                   "scenario", "C", "seconds", "tokens", "out tok/s", "seqs");
+  for (const auto& r : rows)
+    s += fmt::format("{:<14} {:>5} {:>9.2f} {:>9} {:>10.1f} {:>7.1f}\n", r.scenario,
+                     r.concurrency, r.steady_s, r.steady_tokens, r.steady_tok_s, r.steady_seqs);
   s += fmt::format(
       "\nper step (mean, us)\n{:<14} {:>5} {:>6} {:>6} {:>9} {:>9} {:>10} {:>9} {:>9} {:>7} "
       "{:>7}\n",

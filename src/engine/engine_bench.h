@@ -48,6 +48,13 @@ struct EngineBenchRow {
   double wall_s = 0, output_tok_s = 0;
   double ttft_p50_ms = 0, ttft_p99_ms = 0;
   double ttft_steady_p99_ms = 0;  // requests after each client's first (no start-up burst)
+  // The steady window: from the moment the last client has sent its first request to the
+  // moment the first client has its last answer, every client always has a request in
+  // flight, so its rate is the closed loop's sustained one, without the ramp's start and
+  // the drain at the end. Zero when the window is empty (a client done before the last
+  // one started). steady_seqs: mean sequences a step inside it.
+  double steady_s = 0, steady_tok_s = 0, steady_seqs = 0;
+  uint64_t steady_tokens = 0;
   double itl_p50_ms = 0, itl_p99_ms = 0;
   double cold_ttft_ms = 0;     // shared-prefix: the first request, empty cache
   double prefix_hit_rate = 0;  // prompt tokens served from the cache / prompt tokens

@@ -123,6 +123,33 @@ TEST(EngineBench, RampSpreadsClientStarts) {
   EXPECT_THROW(run_engine_bench(runner, o), Error);
 }
 
+// The steady window runs from the last client's first request to the first client's last
+// answer. Started together with two requests each, the clients move in lockstep and finish
+// in one step, so the window holds every token; spread so far that the first client is
+// done before the last one starts, there is no window.
+TEST(EngineBench, SteadyWindowCoversOnlyTheFullLoop) {
+  MockRunner runner(1000, 16, 128);
+  EngineBenchOptions o;
+  o.concurrency = {4};
+  o.prompt_len = 9;
+  o.output_len = 3;
+  o.requests_per_client = 2;
+  auto rows = run_engine_bench(runner, o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].steady_tokens, rows[0].output_tokens);
+  EXPECT_GT(rows[0].steady_s, 0.0);
+  EXPECT_LE(rows[0].steady_s, rows[0].wall_s);
+  EXPECT_NEAR(rows[0].steady_tok_s, double(rows[0].steady_tokens) / rows[0].steady_s, 1e-6);
+  EXPECT_DOUBLE_EQ(rows[0].steady_seqs, 4.0);  // every step carries all four
+  o.requests_per_client = 1;
+  o.ramp_ms = 200;  // the first client's 3 tokens take far less than the 150 ms to the last
+  rows = run_engine_bench(runner, o);
+  EXPECT_EQ(rows[0].steady_tokens, 0u);
+  EXPECT_EQ(rows[0].steady_s, 0.0);
+  EXPECT_EQ(rows[0].steady_tok_s, 0.0);
+  EXPECT_NE(format_engine_bench(rows).find("steady window"), std::string::npos);
+}
+
 TEST(EngineBench, RejectsBadOptions) {
   MockRunner runner(1000, 16, 8);  // 128 tokens of cache
   EngineBenchOptions o;
