@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string_view>
 
 #include "backend/cuda/argmax.cuh"
 #include "backend/cuda/check.cuh"
@@ -83,6 +84,11 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
          gib(uint64_t(budget)), gib(total_b), gib(uint64_t(used_before)));
 
   TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking));
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming));
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
+  if (const char* e = std::getenv("TANDEM_ATTN_OVERLAP"); e && std::string_view(e) == "0")
+    overlap_attention_ = false;
   w_ = is_synthetic(model) ? CudaWeights::synthetic(cfg_, opt.seed)
                            : CudaWeights::from_checkpoint(model, cfg_, opt.progress);
   rope_ = rope_table(cfg_);
@@ -188,6 +194,9 @@ CudaRunner::~CudaRunner() {
   cudaFreeHost(meta_host_);
   cudaFreeHost(gmeta_host_);
   gemm_.reset();
+  if (fork_) cudaEventDestroy(fork_);
+  if (join_) cudaEventDestroy(join_);
+  if (side_) cudaStreamDestroy(side_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -281,14 +290,25 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
     // The input norm's row scale, q/k norm + RoPE, and the new K/V into the cache, one pass.
     cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
                        cuda::KvDest{m.slots, kc, vc}, cuda::RowNormInput{x, H, eps});
-    if (D > 0)
-      cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size}, attn,
-                             Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
+    // A mixed step's two attentions write disjoint rows of attn: the prompt rows' few long
+    // blocks run on side_ while the decode rows' kernel streams the cache on stream_.
+    const bool overlap = overlap_attention_ && D > 0 && D < S;
+    if (overlap) {
+      TANDEM_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
+    }
     if (D < S)
       cuda::prefill_attention(
           qkv, qkv_dim, m.pos, m.tiles, num_tiles,
           {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size}, attn, Q, Hq, Hkv,
-          HD, scale, stream_);
+          HD, scale, overlap ? side_ : stream_);
+    if (D > 0)
+      cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size}, attn,
+                             Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
+    if (overlap) {
+      TANDEM_CUDA_CHECK(cudaEventRecord(join_, side_));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
+    }
     gemm_->linear(attn, L.o, x, T, H, Q, stream_, 0, 0, /*accumulate=*/true);
     gemm_->linear_swiglu(x, L.gate_up, act, gu, T, I, H, stream_, &post_norm);
     gemm_->linear(act, L.down, x, T, H, I, stream_, 0, 0, /*accumulate=*/true);

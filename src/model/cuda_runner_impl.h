@@ -131,6 +131,11 @@ class CudaRunner final : public Runner {
   CudaWeights w_;
   RopeTable rope_;
   cudaStream_t stream_ = nullptr;
+  // Mixed steps run prefill attention on side_ beside the decode attention on stream_
+  // (fork_/join_ order them around it); TANDEM_ATTN_OVERLAP=0 keeps both on stream_.
+  cudaStream_t side_ = nullptr;
+  cudaEvent_t fork_ = nullptr, join_ = nullptr;
+  bool overlap_attention_ = true;
   int num_sms_ = 0;
   std::string dev_name_;
   std::unique_ptr<cuda::Gemm> gemm_;
