@@ -49,7 +49,7 @@ struct Opts {
   int prompt_len = 400, output_len = 256, requests_per_client = 2;
   int shared_prefix = 0, question_len = 32;
   int max_num_batched_tokens = 8192, max_num_seqs = 256;
-  int decode_step_tokens = 0;
+  int decode_step_tokens = -1;
   double ttft_target_ms = 300, ramp_ms = 0;
   std::string backend = "cuda";
   float temperature = 0.0f, top_p = 1.0f;
@@ -98,7 +98,7 @@ int run_engine_mode(const Opts& o) {
              o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
              o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
              runner->kv_layout().num_blocks);
-  const int knee = o.decode_step_tokens;
+  const int knee = o.decode_step_tokens < 0 ? runner->step_knee() : o.decode_step_tokens;
   fmt::print("scheduling: {} tokens per step at most; {}; clients start {}\n",
              o.max_num_batched_tokens,
              knee > 0 ? fmt::format("decode steps carry prefill up to {} tokens while prompts "
@@ -435,8 +435,9 @@ TANDEM_COMMAND(
                     "Engine mode: token budget of one step", 16, 1 << 17);
       ranged_option(sub, "--decode-step-tokens", o->decode_step_tokens,
                     "Engine mode: steps with decodes take prefill up to this many "
-                    "tokens in all while prompts meet --ttft-target-ms (0: off)",
-                    0, 1 << 17);
+                    "tokens in all while prompts meet --ttft-target-ms (0: off; -1: the "
+                    "backend's choice, 256 on CUDA, off on the CPU)",
+                    -1, 1 << 17);
       ranged_option(sub, "--ttft-target-ms", o->ttft_target_ms,
                     "Engine mode: first-token target that caps how long prompts ride "
                     "along",

@@ -46,8 +46,10 @@ TANDEM_COMMAND(
           ->check(CLI::Range(16, 1 << 17));
       sub.add_option("--decode-step-tokens", o->host.decode_step_tokens,
                      "Steps with decodes take prompt chunks only up to this many tokens in all "
-                     "while prompts still meet --ttft-target-ms (0: off)")
-          ->check(CLI::Range(0, 1 << 17));
+                     "while prompts still meet --ttft-target-ms (0: off; -1: the backend's "
+                     "choice, 256 on CUDA, off on the CPU)")
+          ->capture_default_str()
+          ->check(CLI::Range(-1, 1 << 17));
       sub.add_option("--ttft-target-ms", o->host.ttft_target_ms,
                      "First-token target that lifts the --decode-step-tokens cap")
           ->check(CLI::Range(0.0, 1e7));

@@ -24,8 +24,9 @@ struct EngineOptions {
   int sample_threads = 0;              // threads sampling the rows of a step; 0 = min(8, cores)
   // Steps that decode carry prefill chunks only up to this many tokens in all, as long as
   // every waiting prompt still gets its first token within ttft_target_ms (docs/ENGINE.md,
-  // "Holding prefill to a step size"). 0 = off: prefill fills max_num_batched_tokens.
-  int decode_step_tokens = 0;
+  // "Holding prefill to a step size"). 0 = off: prefill fills max_num_batched_tokens;
+  // < 0: the runner's step_knee() (CUDA: 256, CPU: off).
+  int decode_step_tokens = -1;
   double ttft_target_ms = 300;
 };
 

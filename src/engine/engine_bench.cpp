@@ -236,6 +236,7 @@ class HostSamplingRunner : public model::Runner {
   int max_model_len() const override { return r_.max_model_len(); }
   model::KvLayout kv_layout() const override { return r_.kv_layout(); }
   std::string name() const override { return r_.name(); }
+  int step_knee() const override { return r_.step_knee(); }
   void forward(const model::ForwardBatch& b, std::span<float> logits) override {
     r_.forward(b, logits);
   }

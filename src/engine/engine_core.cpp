@@ -21,12 +21,13 @@ double us_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::micro>(b - a).count();
 }
 
-SchedulerConfig scheduler_config(const EngineOptions& o, int num_blocks) {
+SchedulerConfig scheduler_config(const EngineOptions& o, const model::Runner& runner) {
+  const int num_blocks = runner.kv_layout().num_blocks;
   SchedulerConfig c;
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.bulk_aging_steps = o.bulk_aging_steps;
-  c.decode_step_tokens = o.decode_step_tokens;
+  c.decode_step_tokens = o.decode_step_tokens < 0 ? runner.step_knee() : o.decode_step_tokens;
   c.ttft_target_ms = o.ttft_target_ms;
   if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
     fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);
@@ -55,7 +56,7 @@ EngineCore::EngineCore(model::Runner& runner, const EngineOptions& opt)
       vocab_(runner.vocab_size()),
       block_size_(runner.kv_layout().block_size),
       bm_(runner.kv_layout().num_blocks, runner.kv_layout().block_size, opt.enable_prefix_caching),
-      sched_(scheduler_config(opt, runner.kv_layout().num_blocks), bm_),
+      sched_(scheduler_config(opt, runner), bm_),
       pool_(opt.sample_threads > 0 ? opt.sample_threads
                                    : std::clamp(int(std::thread::hardware_concurrency()), 1, 8)),
       unseeded_(std::random_device{}()) {

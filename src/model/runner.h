@@ -68,6 +68,10 @@ class Runner {
   virtual int max_model_len() const = 0;
   virtual KvLayout kv_layout() const = 0;
   virtual std::string name() const = 0;
+  // The step size (tokens in all) that steps with decodes should fill with prefill chunks
+  // when the engine is left to choose (EngineOptions::decode_step_tokens < 0): where this
+  // backend's step cost jumps. 0: none (prefill fills the step budget).
+  virtual int step_knee() const { return 0; }
   // Runs one step. `logits` receives [batch.logit_rows.size(), vocab_size()] fp32 rows.
   // Throws tandem::Error on invalid batches (a bug in the caller) or device failure.
   virtual void forward(const ForwardBatch& batch, std::span<float> logits) = 0;

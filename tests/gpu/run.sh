@@ -76,8 +76,9 @@ part bench_mixed128 200 "$BIN/tandem" bench --model "$BENCH_MODEL" --sections mi
 part engine 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 1,8,32,64,256 \
   --prompt-len 400 --output-len 256 --requests-per-client 2
 # The steady state of the closed loop: clients start spread over about one request's
-# duration (C=256: 4 requests each), then prefill held to a step size (KNEES="192 256",
-# --decode-step-tokens) against the default of filling the budget.
+# duration (C=256: 4 requests each); the bench reports the whole run and its steady window.
+# KNEES="0 192" compares other --decode-step-tokens sizes (0: prefill fills the budget)
+# with the CUDA default (256).
 part engine_ramp 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 32,64 \
   --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700
 part engine_ramp256 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 256 \
@@ -90,7 +91,7 @@ done
 # Forward time of the real engine's steps by shape (debug step log; step_costs.py groups it).
 part engine_steps 200 "$BIN/tandem" --log-level debug bench --model "$BENCH_MODEL" \
   --concurrency 64 --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 2700 \
-  --decode-step-tokens "${STEPS_KNEE:-0}"
+  --decode-step-tokens "${STEPS_KNEE:--1}"
 # cuBLASLt's timed choice instead of its first answer; GPU vs host sampling (C=64).
 part engine_tuned 200 env TANDEM_GEMM_TUNE=1 "$BIN/tandem" bench --model "$BENCH_MODEL" \
   --concurrency 64,256 --prompt-len 400 --output-len 256 --requests-per-client 2
@@ -164,7 +165,7 @@ for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_no
   bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
   bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix; do
   for g in "$OUT"/$f.log; do
-    [ -f "$g" ] && echo "--- $(basename "$g" .log)" && grep -vE "^\[" "$g" | tail -n 20
+    [ -f "$g" ] && echo "--- $(basename "$g" .log)" && grep -vE "^\[" "$g" | tail -n 40
   done
 done
 # At most 8 files come back from the GPU machine: pack the logs into one.

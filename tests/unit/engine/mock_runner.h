@@ -51,8 +51,8 @@ inline std::vector<TokenId> reference_tokens(std::vector<TokenId> prompt, int n,
 
 class MockRunner : public model::Runner {
  public:
-  MockRunner(int vocab, int block_size, int num_blocks, int max_model_len = 4096)
-      : vocab_(vocab), max_len_(max_model_len) {
+  MockRunner(int vocab, int block_size, int num_blocks, int max_model_len = 4096, int knee = 0)
+      : vocab_(vocab), max_len_(max_model_len), knee_(knee) {
     layout_.num_layers = 1;
     layout_.num_kv_heads = 1;
     layout_.head_dim = 1;
@@ -65,6 +65,7 @@ class MockRunner : public model::Runner {
   int max_model_len() const override { return max_len_; }
   model::KvLayout kv_layout() const override { return layout_; }
   std::string name() const override { return "mock"; }
+  int step_knee() const override { return knee_; }
 
   // One line per sequence of the last batches: "<first token>@<start>+<count>".
   std::vector<std::vector<std::string>> history;
@@ -176,7 +177,7 @@ class MockRunner : public model::Runner {
     return next;
   }
 
-  int vocab_, max_len_;
+  int vocab_, max_len_, knee_;
   model::KvLayout layout_;
   std::vector<TokenId> slot_token_;
   std::vector<int32_t> slot_pos_;

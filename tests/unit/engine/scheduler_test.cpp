@@ -246,11 +246,12 @@ namespace {
 // With decode_step_tokens (the knee) set, a prompt that arrives while another sequence
 // decodes rides along in block-sized chunks up to the knee, when its TTFT target allows
 // (here: a target far away); with a target already missed it takes the whole budget.
-Steps run_ride_along(double ttft_target_ms) {
+// knee < 0 leaves it to the runner, which asks for 32.
+Steps run_ride_along(double ttft_target_ms, int knee = 32) {
   EngineOptions opt = test_options(8, 64);
-  opt.decode_step_tokens = 32;
+  opt.decode_step_tokens = knee;
   opt.ttft_target_ms = ttft_target_ms;
-  Harness h(kVocab, 16, 64, opt);
+  Harness h(kVocab, 16, 64, opt, /*runner_knee=*/32);
   Request a = greedy_request(make_prompt(1, 20, 11, kVocab), 8);
   Request b = greedy_request(make_prompt(2, 60, 12, kVocab), 3);
   auto ha = h.submit(a);
@@ -275,6 +276,12 @@ TEST(Scheduler, PrefillRidesAlongDecodesUpToTheKnee) {
       {"1@26+1"},
   };
   EXPECT_EQ(run_ride_along(1e9), want);
+  EXPECT_EQ(run_ride_along(1e9, -1), want);  // the runner's knee, the same
+  const Steps whole = {
+      {"1@0+20"},         {"1@20+1", "2@0+60"}, {"1@21+1", "2@60+1"}, {"1@22+1", "2@61+1"},
+      {"1@23+1"},         {"1@24+1"},           {"1@25+1"},           {"1@26+1"},
+  };
+  EXPECT_EQ(run_ride_along(1e9, 0), whole);  // 0: off, whatever the runner says
 }
 
 TEST(Scheduler, PrefillTakesTheBudgetWhenItsTargetIsDue) {
