@@ -9,35 +9,19 @@ namespace tandem::cuda {
 namespace {
 
 // One block per row. The row is read twice (sum of squares, then scale); the second read
-// hits L1/L2, so the kernel moves ~3 row-sizes through HBM (read x, delta; write x, out).
-__global__ void add_rmsnorm_kernel(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out,
-                                   int dim, float eps) {
+// hits L1/L2.
+__global__ void rmsnorm_kernel(const bf16_t* x, const bf16_t* w, bf16_t* out, int dim,
+                               float eps) {
   __shared__ float scratch[32];
   launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int dim8 = dim / 8;
-  int4* xr = reinterpret_cast<int4*>(x) + size_t(blockIdx.x) * dim8;
-  const int4* dr =
-      delta ? reinterpret_cast<const int4*>(delta) + size_t(blockIdx.x) * dim8 : nullptr;
-  float ss = 0.0f;
-  for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
-    float v[8];
-    unpack8(xr[c], v);
-    if (dr) {
-      float d[8];
-      unpack8(dr[c], d);
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = rbf(v[i] + d[i]);
-      xr[c] = pack8(v);
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i) ss += v[i] * v[i];
-  }
-  const float r = rsqrtf(block_sum(ss, scratch) / float(dim) + eps);
+  const int4* xr = reinterpret_cast<const int4*>(x) + size_t(blockIdx.x) * dim8;
+  const float r = block_row_rms(x + size_t(blockIdx.x) * dim, dim, eps, scratch);
   const int4* wr = reinterpret_cast<const int4*>(w);
   int4* orow = reinterpret_cast<int4*>(out) + size_t(blockIdx.x) * dim8;
   for (int c = threadIdx.x; c < dim8; c += blockDim.x) {
     float v[8], g[8];
-    unpack8(xr[c], v);  // this thread wrote xr[c] itself above: no barrier needed
+    unpack8(xr[c], v);
     if (wr) {
       unpack8(wr[c], g);
 #pragma unroll
@@ -82,19 +66,13 @@ __global__ void fold_kernel(bf16_t* W, size_t chunks, int K8, const bf16_t* w) {
 
 }  // namespace
 
-void add_rmsnorm(bf16_t* x, const bf16_t* delta, const bf16_t* w, bf16_t* out, int T, int dim,
-                 float eps, cudaStream_t stream) {
+void rmsnorm(const bf16_t* x, const bf16_t* w, bf16_t* out, int T, int dim, float eps,
+             cudaStream_t stream) {
   if (T <= 0) return;
   const int dim8 = dim / 8;
   const int threads = dim8 >= 512 ? 512 : ((dim8 + 31) / 32) * 32;
-  add_rmsnorm_kernel<<<T, threads, 0, stream>>>(x, delta, w, out, dim, eps);
+  rmsnorm_kernel<<<T, threads, 0, stream>>>(x, w, out, dim, eps);
   TANDEM_CUDA_CHECK_LAUNCH();
-}
-
-void rmsnorm(const bf16_t* x, const bf16_t* w, bf16_t* out, int T, int dim, float eps,
-             cudaStream_t stream) {
-  // The kernel writes x back only where a delta is added.
-  add_rmsnorm(const_cast<bf16_t*>(x), nullptr, w, out, T, dim, eps, stream);
 }
 
 void rmsnorm_f32(const bf16_t* x, float* out, int T, int dim, float eps, cudaStream_t stream) {

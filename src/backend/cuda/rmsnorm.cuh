@@ -1,22 +1,16 @@
 #pragma once
-// RMSNorm, with the residual add that may precede it:
-//   x += delta            (bf16, when delta is given; x is the residual stream, updated)
-//   out = bf16(w * bf16(x * rsqrt(mean(x^2) + eps)))   (fp32 statistics, as HF computes it)
-// The CUDA runner folds each decoder layer's norm weights into the product that follows
-// (fold_norm_weight), so inside the layers it normalises with w = null (unit weight), or
-// inside that product (qk_norm_rope's and the skinny GEMM's row scale); the final norm keeps
-// its weight.
+// RMSNorm: out = bf16(w * bf16(x * r)), r = rsqrt(mean(x^2) + eps) (fp32 statistics, as
+// HF computes it). The CUDA runner folds each decoder layer's norm weights into the product
+// that follows (fold_norm_weight), so inside the layers it normalises with w = null (unit
+// weight), or inside that product (qk_norm_rope's and the skinny GEMM's row scale); the
+// final norm keeps its weight.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 namespace tandem::cuda {
 
-// x, delta, out: [T, dim] bf16 row-major; w: [dim] or null (all ones); dim % 8 == 0. delta
-// may be null.
-void add_rmsnorm(__nv_bfloat16* x, const __nv_bfloat16* delta, const __nv_bfloat16* w,
-                 __nv_bfloat16* out, int T, int dim, float eps, cudaStream_t stream);
-
-// The norm alone: out = bf16(w * bf16(x * r)) (w null: bf16(x * r)); x is only read.
+// x, out: [T, dim] bf16 row-major, dim % 8 == 0; w: [dim] or null (all ones): out =
+// bf16(w * bf16(x * r)) (w null: bf16(x * r)); x is only read.
 void rmsnorm(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* out, int T, int dim,
              float eps, cudaStream_t stream);
 
