@@ -104,13 +104,19 @@ TEST(EngineBench, NullRunnerMeasuresTheEngineAlone) {
 // Spread starts: client i starts i/C into the ramp, so the run cannot end before the last
 // client has started, every request still completes, and the engine idles (no step) while
 // no client has work.
-TEST(EngineBench, RampSpreadsClientStarts) {
-  MockRunner runner(1000, 16, 128);
+// Four clients, two short requests each.
+EngineBenchOptions four_clients() {
   EngineBenchOptions o;
   o.concurrency = {4};
   o.prompt_len = 9;
   o.output_len = 3;
   o.requests_per_client = 2;
+  return o;
+}
+
+TEST(EngineBench, RampSpreadsClientStarts) {
+  MockRunner runner(1000, 16, 128);
+  EngineBenchOptions o = four_clients();
   o.ramp_ms = 80;
   auto rows = run_engine_bench(runner, o);
   ASSERT_EQ(rows.size(), 1u);
@@ -129,11 +135,7 @@ TEST(EngineBench, RampSpreadsClientStarts) {
 // done before the last one starts, there is no window.
 TEST(EngineBench, SteadyWindowCoversOnlyTheFullLoop) {
   MockRunner runner(1000, 16, 128);
-  EngineBenchOptions o;
-  o.concurrency = {4};
-  o.prompt_len = 9;
-  o.output_len = 3;
-  o.requests_per_client = 2;
+  EngineBenchOptions o = four_clients();
   auto rows = run_engine_bench(runner, o);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].steady_tokens, rows[0].output_tokens);
