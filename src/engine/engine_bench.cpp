@@ -109,8 +109,7 @@ class Level {
       uint32_t tokens, seqs;
     };
     std::vector<StepMark> marks;
-    Clock::time_point all_started{}, first_done{};
-    bool any_done = false;
+    Clock::time_point all_started{}, first_done{};  // zero until they happen
     auto start_due = [&] {
       const auto now = Clock::now();
       while (started < clients.size() && start[started] <= now) submit(clients[started++]);
@@ -157,8 +156,7 @@ class Level {
         } else {
           c.h.reset();
           --active;
-          if (!any_done) first_done = now;
-          any_done = true;
+          if (first_done == Clock::time_point{}) first_done = now;
         }
       }
     }
