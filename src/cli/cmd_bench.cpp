@@ -98,7 +98,7 @@ int run_engine_mode(const Opts& o) {
              o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
              o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
              runner->kv_layout().num_blocks);
-  const int knee = o.decode_step_tokens < 0 ? runner->step_knee() : o.decode_step_tokens;
+  const int knee = tandem::engine::effective_decode_step_tokens(eo.engine, *runner);
   fmt::print("scheduling: {} tokens per step at most; {}; clients start {}\n",
              o.max_num_batched_tokens,
              knee > 0 ? fmt::format("decode steps carry prefill up to {} tokens while prompts "

@@ -27,7 +27,7 @@ SchedulerConfig scheduler_config(const EngineOptions& o, const model::Runner& ru
   c.max_num_seqs = o.max_num_seqs;
   c.max_num_batched_tokens = o.max_num_batched_tokens;
   c.bulk_aging_steps = o.bulk_aging_steps;
-  c.decode_step_tokens = o.decode_step_tokens < 0 ? runner.step_knee() : o.decode_step_tokens;
+  c.decode_step_tokens = effective_decode_step_tokens(o, runner);
   c.ttft_target_ms = o.ttft_target_ms;
   if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
     fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);

@@ -40,6 +40,12 @@ struct StepTiming {  // microseconds of one step, by phase
   }
 };
 
+// The decode_step_tokens the scheduler uses: the option, or the runner's step_knee() when the
+// option is < 0.
+inline int effective_decode_step_tokens(const EngineOptions& o, const model::Runner& runner) {
+  return o.decode_step_tokens < 0 ? runner.step_knee() : o.decode_step_tokens;
+}
+
 class EngineCore {
  public:
   // `runner` must outlive the core.
