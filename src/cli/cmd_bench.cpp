@@ -39,6 +39,7 @@ struct Opts {
   bool mixed_vary = false, argmax = false;
   std::vector<int> mixed_prefill = {0, 16, 32, 64, 96, 128, 160, 192, 256, 384, 512};
   double gpu_mem = 0.90;
+  std::string kv_dtype = "bf16";
   int gemv_max_tokens = 1;
   bool no_graphs = false;
   int max_num_tokens = 8192;
@@ -83,21 +84,24 @@ int run_engine_mode(const Opts& o) {
     ro.max_model_len = longest;
     int maxc = *std::max_element(o.concurrency.begin(), o.concurrency.end());
     ro.num_blocks = (longest + 15) / 16 * std::max(maxc, 4) + 16;
+    ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
     runner = tandem::model::make_cpu_runner(o.model, ro);
   } else {
     tandem::model::CudaRunnerOptions ro;
     ro.gpu_memory_utilization = o.gpu_mem;
     ro.max_model_len = longest;
     ro.max_num_tokens = o.max_num_batched_tokens;
+    ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
     ro.cuda_graphs = !o.no_graphs;
     ro.gemv_max_tokens = o.gemv_max_tokens;
     runner = tandem::model::make_cuda_runner(o.model, ro);
   }
-  fmt::print("tandem bench (engine): {} on {}, prompt {} + output {} tokens{}, {} KV blocks\n",
+  fmt::print("tandem bench (engine): {} on {}, prompt {} + output {} tokens{}, {} {} KV blocks\n",
              o.model, runner->name(),
              o.shared_prefix > 0 ? o.shared_prefix + o.question_len : o.prompt_len, o.output_len,
              o.shared_prefix > 0 ? fmt::format(" (shared prefix {})", o.shared_prefix) : "",
-             runner->kv_layout().num_blocks);
+             runner->kv_layout().num_blocks,
+             tandem::model::kv_cache_dtype_name(runner->kv_layout().dtype));
   const int knee = tandem::engine::effective_decode_step_tokens(eo.engine, *runner);
   fmt::print("scheduling: {} tokens per step at most; {}; clients start {}\n",
              o.max_num_batched_tokens,
@@ -178,6 +182,7 @@ class Bench {
     ro.cuda_graphs = !o.no_graphs;
     ro.gemv_max_tokens = o.gemv_max_tokens;
     ro.max_num_tokens = o.max_num_tokens;
+    ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
     int longest = o.context + o.decode_steps + 16;
     for (int p : o.prefill) longest = std::max(longest, p + 1);
     ro.max_model_len = longest;
@@ -410,6 +415,11 @@ TANDEM_COMMAND(
           ->check(CLI::Range(0, 1 << 17));
       ranged_option(sub, "--gpu-memory-utilization", o->gpu_mem, "Share of GPU memory to use", 0.01,
                     1.0);
+      sub.add_option("--kv-cache-dtype", o->kv_dtype,
+                     "KV cache format: bf16, or fp8 (e4m3 with a scale per vector: about 1.9x "
+                     "the tokens, half the bytes read a decode step)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"bf16", "fp8"}));
       ranged_option(sub, "--gemv-max-tokens", o->gemv_max_tokens,
                     "Rows up to which decode GEMMs use the custom GEMV (0: cuBLASLt)", 0, 8);
       ranged_option(sub, "--max-num-tokens", o->max_num_tokens, "Rows per device pass", 16,

@@ -58,6 +58,11 @@ TANDEM_COMMAND(
       sub.add_option("--gpu-memory-utilization", o->host.gpu_memory_utilization,
                      "Share of GPU memory tandem may use")
           ->check(CLI::Range(0.05, 0.99));
+      sub.add_option("--kv-cache-dtype", o->host.kv_cache_dtype,
+                     "KV cache format: bf16, or fp8 (e4m3 with a scale per vector: about 1.9x "
+                     "the tokens, half the bytes read a decode step, 3 mantissa bits)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"bf16", "fp8"}));
       sub.add_option("--io-threads", o->io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
       return [o] {
         using namespace tandem;

@@ -149,6 +149,7 @@ CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
   layout_.head_dim = cfg_.head_dim;
   layout_.block_size = opt.block_size;
   layout_.num_blocks = int(num_blocks);
+  layout_.dtype = opt.kv_cache_dtype;
   // Uninitialised on purpose: the pages are only touched when K/V is written.
   const size_t per_layer = size_t(num_blocks) * size_t(opt.block_size) * size_t(KV);
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
@@ -234,7 +235,8 @@ void CpuRunner::forward(const ForwardBatch& b, std::span<float> logits) {
     cpu::rope(q, T, Hq, D, QKV, b.positions, rope_.inv_freq, rope_.attention_factor);
     cpu::rope(k, T, Hkv, D, QKV, b.positions, rope_.inv_freq, rope_.attention_factor);
     cpu::PagedKv kv{
-        k_cache_[l].get(), v_cache_[l].get(), layout_.num_blocks, layout_.block_size, Hkv, D};
+        k_cache_[l].get(), v_cache_[l].get(), layout_.num_blocks, layout_.block_size, Hkv, D,
+        layout_.dtype == KvCacheDtype::kFp8};
     cpu::kv_store(kv, k, QKV, v, QKV, b.slot_mapping);
     cpu::attention(q, QKV, Hq, kv, ab, scale, attn.data(), Q, pool);
     cpu::matmul(attn.data(), T, Q, L.o, x.data(), H, pool, /*accumulate=*/true);

@@ -1,7 +1,8 @@
 #pragma once
 // Qwen3 on the CPU backend: the reference forward pass every faster path is checked
 // against. Weights stay in the memory-mapped checkpoint in their stored dtype (bf16, f16 or
-// f32); activations, K/V cache and accumulation are fp32, so it matches transformers' fp32
+// f32); activations, K/V cache and accumulation are fp32 (the cache optionally rounded to
+// what an FP8 cache holds), so it matches transformers' fp32
 // forward to ~1e-5. K/V live in the paged layout of model/runner.h.
 #include <cstdint>
 #include <filesystem>
@@ -13,6 +14,9 @@ namespace tandem::model {
 
 struct CpuRunnerOptions {
   int block_size = 16;    // 16 or 32 tokens per KV block
+  // kFp8: the cache holds what an FP8 cache reads back (as floats: the same memory), so the
+  // reference shows that format's effect on the logits.
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;
   int num_blocks = 0;     // 0 = enough for max_model_len of 4 sequences (capped by memory)
   int threads = 0;        // 0 = all cores
   int max_model_len = 0;  // 0 = config's max_position_embeddings

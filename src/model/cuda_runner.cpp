@@ -136,7 +136,11 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   greedy_dev_.alloc(std::max(maxT, G) * sizeof(int32_t), "greedy ids");
 
   // The KV cache gets what the budget leaves.
-  const uint64_t slot_bytes = uint64_t(cfg_.kv_size()) * 2 * 2 * cfg_.num_hidden_layers;
+  kv_fp8_ = opt.kv_cache_dtype == KvCacheDtype::kFp8;
+  const uint64_t elem_bytes = kv_fp8_ ? 1 : 2;
+  const uint64_t slot_bytes =
+      (uint64_t(cfg_.kv_size()) * elem_bytes + (kv_fp8_ ? uint64_t(Hkv) * 4 : 0)) * 2 *
+      cfg_.num_hidden_layers;
   const uint64_t block_bytes = slot_bytes * opt.block_size;
   TANDEM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const double room = budget - double(total_b - free_b) - double(256ull << 20);  // headroom
@@ -154,11 +158,18 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
          double(block_bytes) / (1 << 20), max_len_, max_blocks_per_seq_,
          opt.num_blocks > 0 ? fmt::format(" ({} blocks were asked for)", opt.num_blocks) : "");
   layer_elems_ = size_t(blocks) * opt.block_size * cfg_.kv_size();
-  k_cache_.alloc(layer_elems_ * 2 * cfg_.num_hidden_layers, "the K cache");
-  v_cache_.alloc(layer_elems_ * 2 * cfg_.num_hidden_layers, "the V cache");
+  layer_vecs_ = size_t(blocks) * opt.block_size * Hkv;
+  k_cache_.alloc(layer_elems_ * elem_bytes * cfg_.num_hidden_layers, "the K cache");
+  v_cache_.alloc(layer_elems_ * elem_bytes * cfg_.num_hidden_layers, "the V cache");
   // Zero K/V once: a bug that reads an unwritten slot then shows as a wrong number, not NaN.
   TANDEM_CUDA_CHECK(cudaMemset(k_cache_.as<void>(), 0, k_cache_.size()));
   TANDEM_CUDA_CHECK(cudaMemset(v_cache_.as<void>(), 0, v_cache_.size()));
+  if (kv_fp8_) {
+    k_scale_.alloc(layer_vecs_ * 4 * cfg_.num_hidden_layers, "the K cache's scales");
+    v_scale_.alloc(layer_vecs_ * 4 * cfg_.num_hidden_layers, "the V cache's scales");
+    TANDEM_CUDA_CHECK(cudaMemset(k_scale_.as<void>(), 0, k_scale_.size()));
+    TANDEM_CUDA_CHECK(cudaMemset(v_scale_.as<void>(), 0, v_scale_.size()));
+  }
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
 
   layout_.num_layers = cfg_.num_hidden_layers;
@@ -166,9 +177,10 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   layout_.head_dim = D;
   layout_.block_size = opt.block_size;
   layout_.num_blocks = int(blocks);
-  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, KV cache {} blocks x {} tokens ({:.2f} GiB)",
-               model, dev_name_, gib(w_.bytes), blocks, opt.block_size,
-               gib(2 * layer_elems_ * 2 * cfg_.num_hidden_layers));
+  layout_.dtype = opt.kv_cache_dtype;
+  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, {} KV cache {} blocks x {} tokens ({:.2f} GiB)",
+               model, dev_name_, gib(w_.bytes), kv_cache_dtype_name(layout_.dtype), blocks,
+               opt.block_size, gib(kv_bytes()));
 }
 
 CudaRunner::~CudaRunner() {
@@ -205,7 +217,7 @@ CudaRunnerStats CudaRunner::stats() const {
   s.weight_bytes = w_.bytes;
   const uint64_t embed = uint64_t(cfg_.vocab_size) * cfg_.hidden_size * 2;
   s.step_weight_bytes = cfg_.tie_word_embeddings ? w_.bytes : w_.bytes - embed;
-  s.kv_bytes = 2 * layer_elems_ * 2 * cfg_.num_hidden_layers;
+  s.kv_bytes = kv_bytes();
   s.num_sms = num_sms_;
   s.device_name = dev_name_;
   s.graphs_captured = graphs_captured_;
@@ -285,11 +297,15 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     const CudaLayerWeights& L = w_.layers[size_t(l)];
     gemm_->linear(x, L.qkv, qkv, T, qkv_dim, H, stream_);
-    bf16_t* kc = k_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
-    bf16_t* vc = v_cache_.as<bf16_t>() + size_t(l) * layer_elems_;
+    // This layer's cache (FP8: one byte an element, plus a scale per vector).
+    const size_t el = kv_fp8_ ? 1 : 2;
+    char* kc = k_cache_.as<char>() + size_t(l) * layer_elems_ * el;
+    char* vc = v_cache_.as<char>() + size_t(l) * layer_elems_ * el;
+    float* ks = kv_fp8_ ? k_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
+    float* vs = kv_fp8_ ? v_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
     // The input norm's row scale, q/k norm + RoPE, and the new K/V into the cache, one pass.
     cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
-                       cuda::KvDest{m.slots, kc, vc}, cuda::RowNormInput{x, H, eps});
+                       cuda::KvDest{m.slots, kc, vc, ks, vs}, cuda::RowNormInput{x, H, eps});
     // A mixed step's two attentions write disjoint rows of attn: the prompt rows' few long
     // blocks run on side_ while the decode rows' kernel streams the cache on stream_.
     const bool overlap = overlap_attention_ && D > 0 && D < S;
@@ -300,10 +316,12 @@ void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_ti
     if (D < S)
       cuda::prefill_attention(
           qkv, qkv_dim, m.pos, m.tiles, num_tiles,
-          {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size}, attn, Q, Hq, Hkv,
+          {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs}, attn,
+          Q, Hq, Hkv,
           HD, scale, overlap ? side_ : stream_);
     if (D > 0)
-      cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size}, attn,
+      cuda::decode_attention(qkv, qkv_dim,
+                             {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size, ks, vs}, attn,
                              Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
     if (overlap) {
       TANDEM_CUDA_CHECK(cudaEventRecord(join_, side_));

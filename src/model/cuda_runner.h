@@ -1,5 +1,5 @@
 #pragma once
-// Qwen3 on the CUDA backend: model::Runner on one GPU, bf16 weights and KV cache.
+// Qwen3 on the CUDA backend: model::Runner on one GPU, bf16 weights, bf16 or FP8 KV cache.
 //
 // Memory: weights first, then activations for max_num_tokens rows, then the paged KV cache
 // gets what gpu_memory_utilization leaves (`num_blocks` overrides it). A model that does
@@ -18,6 +18,7 @@ namespace tandem::model {
 
 struct CudaRunnerOptions {
   int block_size = 16;
+  KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;
   double gpu_memory_utilization = 0.90;  // share of the GPU's memory tandem may use
   int max_model_len = 0;                 // 0: the config's max_position_embeddings
   int num_blocks = 0;                    // 0: from gpu_memory_utilization

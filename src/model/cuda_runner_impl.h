@@ -147,6 +147,11 @@ class CudaRunner final : public Runner {
   DevMem inv_freq_, x_, h_, qkv_, attn_, gu_, act_, lx_, lh_, lb_, lf_, attn_ws_;
   DevMem k_cache_, v_cache_;
   size_t layer_elems_ = 0;  // K (or V) elements of one layer's cache
+  // FP8 cache: one byte an element in k_cache_/v_cache_, and fp32 scales [layers][slots, Hkv].
+  bool kv_fp8_ = false;
+  DevMem k_scale_, v_scale_;
+  size_t layer_vecs_ = 0;  // (slot, KV head) vectors of one layer
+  uint64_t kv_bytes() const { return k_cache_.size() + v_cache_.size() + k_scale_.size() + v_scale_.size(); }
   DevMem meta_dev_;
   char* meta_host_ = nullptr;
   size_t meta_cap_ = 0;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/sampling_knobs.h"
 
 namespace tandem::model {
@@ -39,12 +40,29 @@ struct ForwardBatch {
   int num_tokens() const { return int(tokens.size()); }
 };
 
+// What one cached K (or V) vector is stored as. kFp8: e4m3 codes plus one fp32 scale per
+// (token, KV head) vector, amax / 448 (core/fp8.h): a little over half the bytes of bf16, so
+// about 1.9x the tokens in the same memory and half the bytes a decode step reads, for
+// e4m3's 3 mantissa bits.
+enum class KvCacheDtype { kBf16, kFp8 };
+
+inline const char* kv_cache_dtype_name(KvCacheDtype d) {
+  return d == KvCacheDtype::kFp8 ? "fp8" : "bf16";
+}
+// "bf16" (also "auto") or "fp8" (also "fp8_e4m3"); anything else is an invalid argument.
+inline KvCacheDtype parse_kv_cache_dtype(const std::string& s) {
+  if (s == "bf16" || s == "auto") return KvCacheDtype::kBf16;
+  if (s == "fp8" || s == "fp8_e4m3") return KvCacheDtype::kFp8;
+  fail(ErrorKind::kInvalidArgument, "unknown KV cache dtype '{}' (supported: bf16, fp8)", s);
+}
+
 struct KvLayout {
   int num_layers = 0;
   int num_kv_heads = 0;
   int head_dim = 0;
   int block_size = 16;  // tokens per block
   int num_blocks = 0;   // blocks available to the engine
+  KvCacheDtype dtype = KvCacheDtype::kBf16;
 };
 
 // How to pick the token of one logit row on the runner's side (forward_sample). The same

@@ -59,6 +59,7 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
     model::CudaRunnerOptions co;
     co.max_model_len = opt.max_model_len;
     co.gpu_memory_utilization = opt.gpu_memory_utilization;
+    co.kv_cache_dtype = model::parse_kv_cache_dtype(opt.kv_cache_dtype);
     try {
       runner = model::make_cuda_runner(opt.model, co);
       backend = "cuda";
@@ -73,6 +74,7 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
   if (!runner) {
     model::CpuRunnerOptions co;
     co.threads = opt.threads;
+    co.kv_cache_dtype = model::parse_kv_cache_dtype(opt.kv_cache_dtype);
     // The CPU backend sizes its KV cache for max_model_len; keep it modest by default.
     co.max_model_len = opt.max_model_len > 0
                            ? opt.max_model_len

@@ -20,6 +20,7 @@ struct ModelHostOptions {
   double ttft_target_ms = 300;        // ... lifted for prompts that would miss this
   int threads = 0;  // CPU backend threads; 0 = all cores
   double gpu_memory_utilization = 0.90;
+  std::string kv_cache_dtype = "bf16";  // bf16 | fp8 (model/runner.h KvCacheDtype)
   ServerOptions server;
 };
 

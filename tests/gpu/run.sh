@@ -88,6 +88,14 @@ for k in ${KNEES:-}; do
     --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700 \
     --decode-step-tokens "$k"
 done
+# The same with an FP8 KV cache: decode batches and prefill, burst and steady loops.
+part bench_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --kv-cache-dtype fp8
+part engine_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64,256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 2 --kv-cache-dtype fp8
+part engine_ramp_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
+  --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700 --kv-cache-dtype fp8
+part engine_ramp256_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 5000 --kv-cache-dtype fp8
 # Forward time of the real engine's steps by shape (debug step log; step_costs.py groups it).
 part engine_steps 200 "$BIN/tandem" --log-level debug bench --model "$BENCH_MODEL" \
   --concurrency 64 --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 2700 \
@@ -163,7 +171,8 @@ for f in ncu_engine ncu_mixed ncu_prefill; do
 done
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl bench_noskinny \
   bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
-  bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix; do
+  bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix \
+  bench_fp8 engine_fp8 engine_ramp_fp8 engine_ramp256_fp8; do
   for g in "$OUT"/$f.log; do
     [ -f "$g" ] && echo "--- $(basename "$g" .log)" && grep -vE "^\[" "$g" | tail -n 40
   done

@@ -1,6 +1,7 @@
 #include "backend/cpu/ops.h"
 
 #include "backend/cpu/vec_math.h"
+#include "core/fp8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -61,7 +62,21 @@ void silu_mul(const float* gate_up, int64_t t, int64_t inter, float* out) {
 void kv_store(const PagedKv& kv, const float* k, int64_t ldk, const float* v, int64_t ldv,
               std::span<const int64_t> slots) {
   const int64_t n = kv.slot_floats();
+  std::vector<uint8_t> codes(size_t(kv.head_dim));
+  // Each head's vector as FP8 holds it: codes with one scale, read back as code * scale.
+  auto fp8_round_trip = [&](const float* src, float* dst) {
+    for (int64_t h = 0; h < kv.kv_heads; ++h) {
+      const float s = kv_fp8_quantize(src + h * kv.head_dim, int(kv.head_dim), codes.data());
+      for (int64_t i = 0; i < kv.head_dim; ++i)
+        dst[h * kv.head_dim + i] = fp8_e4m3_to_float(codes[size_t(i)]) * s;
+    }
+  };
   for (size_t t = 0; t < slots.size(); ++t) {
+    if (kv.fp8) {
+      fp8_round_trip(k + int64_t(t) * ldk, kv.k + slots[t] * n);
+      fp8_round_trip(v + int64_t(t) * ldv, kv.v + slots[t] * n);
+      continue;
+    }
     std::memcpy(kv.k + slots[t] * n, k + int64_t(t) * ldk, size_t(n) * 4);
     std::memcpy(kv.v + slots[t] * n, v + int64_t(t) * ldv, size_t(n) * 4);
   }

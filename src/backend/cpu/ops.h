@@ -25,11 +25,14 @@ void rope(float* x, int64_t t, int64_t heads, int64_t d, int64_t ld,
 // out = silu(gate) * up over [T, I]; gate_up rows hold gate then up (row stride 2I).
 void silu_mul(const float* gate_up, int64_t t, int64_t inter, float* out);
 
-// Paged K/V cache of one layer: [num_blocks, block_size, Hkv, D] fp32.
+// Paged K/V cache of one layer: [num_blocks, block_size, Hkv, D] fp32. fp8: the cache holds
+// the values an FP8 cache reads back (core/fp8.h: each (token, head) vector quantized to
+// e4m3 codes with its own scale), kept as floats.
 struct PagedKv {
   float* k = nullptr;
   float* v = nullptr;
   int64_t num_blocks = 0, block_size = 16, kv_heads = 0, head_dim = 0;
+  bool fp8 = false;
   int64_t slot_floats() const { return kv_heads * head_dim; }
 };
 

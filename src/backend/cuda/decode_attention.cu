@@ -3,11 +3,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/decode_attention.cuh"
 #include "backend/cuda/decode_attention_mma.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -40,7 +42,8 @@ __global__ void decode_combine_kernel(const float* part_o, const float* part_ml,
 // acc per lane; warps and then splits are merged with the usual log-sum-exp rescaling.
 // Output of a split: part_o [S, Hq, splits, hd] (unnormalised), part_ml [S, Hq, splits, 2].
 // A sequence uses min(splits, ceil(ctx / 64)) splits (blocks past that exit at once).
-template <int HD>
+// F8: the cache holds e4m3 codes and per-vector scales (PagedKv), widened as it is read.
+template <int HD, bool F8>
 __global__ void __launch_bounds__(kWarps * 32)
     decode_split_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
                         float scale_log2, int splits, float* part_o, float* part_ml) {
@@ -79,16 +82,23 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
   for (int base = t0 + warp * TPW * kUnroll; base < t1; base += kWarps * TPW * kUnroll) {
-    int4 kr[kUnroll], vr[kUnroll];
+    using Chunk = std::conditional_t<F8, uint2, int4>;  // 8 values of one key
+    Chunk kr[kUnroll], vr[kUnroll];
+    float ksc[kUnroll], vsc[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int tok = base + u * TPW + tslot;
-      kr[u] = vr[u] = make_int4(0, 0, 0, 0);
+      kr[u] = vr[u] = Chunk{};
+      ksc[u] = vsc[u] = 0.0f;
       if (tok < t1) {
         const int64_t slot = int64_t(bt[tok / kv.block_size]) * kv.block_size + tok % kv.block_size;
-        const size_t off = (size_t(slot) * Hkv + kvh) * HD / 8 + c;
-        kr[u] = reinterpret_cast<const int4*>(kv.k)[off];
-        vr[u] = reinterpret_cast<const int4*>(kv.v)[off];
+        const size_t vec = size_t(slot) * Hkv + kvh;
+        kr[u] = reinterpret_cast<const Chunk*>(kv.k)[vec * HD / 8 + c];
+        vr[u] = reinterpret_cast<const Chunk*>(kv.v)[vec * HD / 8 + c];
+        if constexpr (F8) {
+          ksc[u] = kv.k_scale[vec];
+          vsc[u] = kv.v_scale[vec];
+        }
       }
     }
 #pragma unroll
@@ -96,8 +106,13 @@ __global__ void __launch_bounds__(kWarps * 32)
       if (base + u * TPW >= t1) break;  // warp-uniform
       const bool valid = base + u * TPW + tslot < t1;
       float kf[8], vf[8];
-      unpack8(kr[u], kf);
-      unpack8(vr[u], vf);
+      if constexpr (F8) {
+        kv_fp8x8_to_float(kr[u], ksc[u], kf);
+        kv_fp8x8_to_float(vr[u], vsc[u], vf);
+      } else {
+        unpack8(kr[u], kf);
+        unpack8(vr[u], vf);
+      }
 #pragma unroll
       for (int g = 0; g < kMaxGroup; ++g) {
         if (g >= G) break;
@@ -162,8 +177,12 @@ void launch_split(const bf16_t* q, int q_stride, PagedKv kv, int S, int Hq, int 
                   float scale_log2, int splits, float* part_o, float* part_ml,
                   cudaStream_t stream) {
   dim3 grid(Hkv, S, splits);
-  decode_split_kernel<HD><<<grid, kWarps * 32, 0, stream>>>(q, q_stride, kv, Hq, Hkv, scale_log2,
-                                                            splits, part_o, part_ml);
+  if (kv.fp8())
+    decode_split_kernel<HD, true><<<grid, kWarps * 32, 0, stream>>>(
+        q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml);
+  else
+    decode_split_kernel<HD, false><<<grid, kWarps * 32, 0, stream>>>(
+        q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml);
 }
 
 DecodeKernel g_kernel = [] {

@@ -15,13 +15,19 @@
 
 namespace tandem::cuda {
 
+// One layer's cache. bf16 (k_scale null): k and v are [slots, Hkv, hd] bf16. FP8
+// (k_scale set): k and v are [slots, Hkv, hd] e4m3 codes and k_scale, v_scale [slots, Hkv]
+// fp32, each vector reading back as bf16(code * scale) (kv_fp8.cuh).
 struct PagedKv {
-  const __nv_bfloat16* k;
-  const __nv_bfloat16* v;
+  const void* k;
+  const void* v;
   const int32_t* block_tables;  // [S, max_blocks]
   int max_blocks;
   const int32_t* ctx_lens;  // [S]
   int block_size;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  bool fp8() const { return k_scale != nullptr; }
 };
 
 // fp32 floats of scratch `decode_attention` needs for S sequences and `splits` splits.

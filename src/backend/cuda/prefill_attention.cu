@@ -7,6 +7,7 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
 
@@ -14,6 +15,22 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kBcR32 = 32;  // keys per K/V tile of the 32-row shapes (16-row ones: 64)
+
+// 4-byte global -> shared copy (cp.async.ca: the 16-byte .cg form has no smaller size), for
+// the FP8 cache's per-key scales. With `valid` false the 4 bytes are zero-filled.
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool valid) {
+  const unsigned a = unsigned(__cvta_generic_to_shared(smem));
+  const int n = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(a), "l"(gmem), "r"(n)
+               : "memory");
+}
+
+// 8 e4m3 codes (low byte first) -> 8 bf16 values bf16(q * s), one 16-byte chunk.
+__device__ __forceinline__ uint4 widen8(uint2 q, float s) {
+  return make_uint4(
+      kv_fp8x2_to_bf16x2(uint16_t(q.x), s), kv_fp8x2_to_bf16x2(uint16_t(q.x >> 16), s),
+      kv_fp8x2_to_bf16x2(uint16_t(q.y), s), kv_fp8x2_to_bf16x2(uint16_t(q.y >> 16), s));
+}
 
 __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
   float y;
@@ -38,20 +55,34 @@ __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
 // Grid: one dimension, chunk fastest, then KV head, then tile (longest first): the blocks
 // running together read the same key range of one sequence (L2 reuse), and the short tiles
 // come last (load balance).
-template <int HD, int NW, int MT, int BC>
+//
+// F8 (FP8 cache, kv_fp8.cuh): cp.async stages tile j + 1's e4m3 bytes and per-key scales
+// while tile j's math runs; at the top of tile j + 1 every thread widens its share of the
+// staged K and V to bf16(q * s) in the same padded bf16 layout (one stage each: the widened
+// tile is only read between two barriers), and the math is unchanged. Two barriers a tile,
+// as the bf16 path; the loads have a whole tile of math to land in. Keys past kend are
+// zero-filled (codes and scale 0), so they read back as 0 like the bf16 ones.
+template <int HD, int NW, int MT, int BC, bool F8>
 __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
     prefill_attn_kernel(const bf16_t* qkv, int q_stride, const int32_t* positions,
                         const int4* tiles, int nchunk, PagedKv kv, int G, int Hkv,
                         float scale_log2, bf16_t* out, int out_stride) {
   constexpr int NT = NW * 32, BM = NW * 16 * MT, U = 2 * MT;
   constexpr int LD = HD + 8;  // padded rows: conflict-free ldmatrix
-  constexpr int CH = HD / 8;  // 16-byte chunks per key row
-  constexpr int KI = (BC * CH + NT - 1) / NT;  // chunks a thread copies per K or V tile
+  constexpr int CH = HD / 8;  // 16-byte bf16 chunks per key row (F8: 8-code units widened)
+  constexpr int CP = F8 ? HD / 16 : CH;        // 16-byte chunks per cache row copied
+  constexpr int KI = (BC * CP + NT - 1) / NT;  // chunks a thread copies per K or V tile
+  constexpr int NS = F8 ? 1 : 2;               // bf16 K/V stages
   static_assert(BC % 16 == 0 && HD % 16 == 0, "tile shapes");
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  bf16_t* const Ks = reinterpret_cast<bf16_t*>(smem_raw);  // [2][BC][LD]
-  bf16_t* const Vs = Ks + 2 * BC * LD;                     // [2][BC][LD]
-  bf16_t* const Qs = Vs + 2 * BC * LD;                     // [BM][LD] when MT == 2
+  bf16_t* const Ks = reinterpret_cast<bf16_t*>(smem_raw);  // [NS][BC][LD]
+  bf16_t* const Vs = Ks + NS * BC * LD;                    // [NS][BC][LD]
+  bf16_t* const Qs = Vs + NS * BC * LD;                    // [BM][LD] when MT == 2
+  // F8 staging after the bf16 area (16-byte aligned: LD * 2 is a multiple of 16).
+  uint8_t* const K8 = reinterpret_cast<uint8_t*>(Qs + (MT == 2 ? BM * LD : 0));  // [BC][HD]
+  uint8_t* const V8 = K8 + BC * HD;                                              // [BC][HD]
+  float* const Ksc = reinterpret_cast<float*>(V8 + BC * HD);                     // [BC]
+  float* const Vsc = Ksc + BC;                                                   // [BC]
   __shared__ int s_pmax;
 
   const int chunk = blockIdx.x % nchunk;
@@ -140,9 +171,9 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
 #pragma unroll
     for (int it = 0; it < KI; ++it) {
       const int i = threadIdx.x + it * NT;
-      const int tok = kt + i / CH;
+      const int tok = kt + i / CP;
       slot[it] = -1;
-      if (i < BC * CH && tok < kend)
+      if (i < BC * CP && tok < kend)
         slot[it] = pow2 ? (bt[tok >> bs_shift] << bs_shift) | (tok & (bs - 1))
                         : bt[tok / bs] * bs + tok % bs;
     }
@@ -159,23 +190,77 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
       }
     }
   };
+  // F8: codes of K and V into the staging rows, and the thread holding a row's first chunk
+  // also copies its two scales.
+  auto copy_tile_f8 = [&]() {
+    const uint8_t* k8 = static_cast<const uint8_t*>(kv.k);
+    const uint8_t* v8 = static_cast<const uint8_t*>(kv.v);
+#pragma unroll
+    for (int it = 0; it < KI; ++it) {
+      const int i = threadIdx.x + it * NT;
+      if (i < BC * CP) {
+        const int key = i / CP, c = i % CP;
+        const bool ok = slot[it] >= 0;
+        // (slot, head) row: also the scale index. int: fewer registers than size_t (no
+        // spill in the 4 x 32, hd 128 shape), and slots * Hkv < 2^31 for any real cache.
+        const int row = ok ? slot[it] * Hkv + kvh : 0;
+        cp_async16(K8 + key * HD + c * 16, k8 + size_t(row) * HD + c * 16, ok);
+        cp_async16(V8 + key * HD + c * 16, v8 + size_t(row) * HD + c * 16, ok);
+        if (c == 0) {
+          cp_async4(Ksc + key, kv.k_scale + row, ok);
+          cp_async4(Vsc + key, kv.v_scale + row, ok);
+        }
+      }
+    }
+  };
+  // F8: staged codes -> bf16(q * s) tiles, 8 codes (one 16-byte bf16 chunk) a step: reads
+  // and writes of a warp are then contiguous in shared memory.
+  auto widen_tile = [&]() {
+#pragma unroll
+    for (int it = 0; it < (BC * CH + NT - 1) / NT; ++it) {
+      const int i = threadIdx.x + it * NT;
+      if (i < BC * CH) {
+        const int key = i / CH, c = i % CH;
+        *reinterpret_cast<uint4*>(Ks + key * LD + c * 8) =
+            widen8(*reinterpret_cast<const uint2*>(K8 + key * HD + c * 8), Ksc[key]);
+        *reinterpret_cast<uint4*>(Vs + key * LD + c * 8) =
+            widen8(*reinterpret_cast<const uint2*>(V8 + key * HD + c * 8), Vsc[key]);
+      }
+    }
+  };
 
   if (ntiles > 0) {
     find_slots(0);
-    copy_tile(Ks, kv.k);
-    cp_async_commit();  // (with Q when MT == 2)
-    copy_tile(Vs, kv.v);
-    cp_async_commit();
+    if constexpr (F8) {
+      copy_tile_f8();
+      cp_async_commit();  // (with Q when MT == 2)
+    } else {
+      copy_tile(Ks, static_cast<const bf16_t*>(kv.k));
+      cp_async_commit();  // (with Q when MT == 2)
+      copy_tile(Vs, static_cast<const bf16_t*>(kv.v));
+      cp_async_commit();
+    }
   }
 
   for (int j = 0; j < ntiles; ++j) {
     const int kt = j * BC;
-    const bf16_t* Kb = Ks + (j & 1) * BC * LD;
-    const bf16_t* Vb = Vs + (j & 1) * BC * LD;
-    cp_async_wait<1>();  // pending at most: V_j -> K_j has landed
-    __syncthreads();      // ... for every thread; tile j - 1 is no longer read by anyone
+    const bf16_t* Kb = Ks + (F8 ? 0 : (j & 1) * BC * LD);
+    const bf16_t* Vb = Vs + (F8 ? 0 : (j & 1) * BC * LD);
+    if constexpr (F8)
+      cp_async_wait<0>();  // tile j's codes and scales (and Q) have landed
+    else
+      cp_async_wait<1>();  // pending at most: V_j -> K_j has landed
+    __syncthreads();       // ... for every thread; tile j - 1 is no longer read by anyone
     const bool more = j + 1 < ntiles;
-    if (more) find_slots(kt + BC);  // block-table loads overlap the S = Q K^T below
+    if (more) find_slots(kt + BC);  // block-table loads overlap the S = Q K^T (F8: widening)
+    if constexpr (F8) {
+      widen_tile();
+      __syncthreads();  // the bf16 tile is complete; the staging buffers are free
+      if (more) {
+        copy_tile_f8();  // tile j + 1, in flight during all the math of tile j
+        cp_async_commit();
+      }
+    }
     const bool active = warp_pmax >= kt;  // some row of this warp reaches this key tile
 
     float s[MT][BC / 8][4];
@@ -213,12 +298,14 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
         }
       }
     }
-    // K and V of tile j + 1 into the buffers of tile j - 1, in flight during the softmax and
-    // P V of tile j and the S of tile j + 1 respectively.
-    if (more) copy_tile(Ks + ((j + 1) & 1) * BC * LD, kv.k);
-    cp_async_commit();
-    if (more) copy_tile(Vs + ((j + 1) & 1) * BC * LD, kv.v);
-    cp_async_commit();
+    if constexpr (!F8) {
+      // K and V of tile j + 1 into the buffers of tile j - 1, in flight during the softmax
+      // and P V of tile j and the S of tile j + 1 respectively.
+      if (more) copy_tile(Ks + ((j + 1) & 1) * BC * LD, static_cast<const bf16_t*>(kv.k));
+      cp_async_commit();
+      if (more) copy_tile(Vs + ((j + 1) & 1) * BC * LD, static_cast<const bf16_t*>(kv.v));
+      cp_async_commit();
+    }
     if (active) {
       if (kt + BC - 1 > warp_pmin || kt + BC > kend) {  // diagonal or context end
 #pragma unroll
@@ -260,8 +347,10 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
       }
     }
 
-    cp_async_wait<2>();  // pending at most: K_j+1, V_j+1 -> V_j has landed
-    __syncthreads();
+    if constexpr (!F8) {
+      cp_async_wait<2>();  // pending at most: K_j+1, V_j+1 -> V_j has landed
+      __syncthreads();
+    }
 
     if (active) {
 #pragma unroll
@@ -308,17 +397,21 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
   }
 }
 
-template <int HD, int NW, int MT, int BC>
-constexpr int smem_bytes() {  // K and V (two stages each), and Q when MT == 2
-  return (4 * BC + (MT == 2 ? NW * 16 * MT : 0)) * (HD + 8) * int(sizeof(bf16_t));
+// bf16: K and V (two stages each), and Q when MT == 2. F8: K and V widened (one stage each),
+// Q when MT == 2, and the staged codes and scales of K and V.
+template <int HD, int NW, int MT, int BC, bool F8>
+constexpr int smem_bytes() {
+  const int bf16_rows = (F8 ? 2 : 4) * BC + (MT == 2 ? NW * 16 * MT : 0);
+  return bf16_rows * (HD + 8) * int(sizeof(bf16_t)) +
+         (F8 ? 2 * BC * (HD + int(sizeof(float))) : 0);
 }
 
-template <int HD, int NW, int MT, int BC>
+template <int HD, int NW, int MT, int BC, bool F8>
 void launch(const bf16_t* qkv, int q_stride, const int32_t* positions, const int32_t* tiles,
             int num_tiles, PagedKv kv, bf16_t* out, int out_stride, int G, int Hkv,
             float scale_log2, cudaStream_t stream) {
-  constexpr int BM = NW * 16 * MT, smem = smem_bytes<HD, NW, MT, BC>();
-  auto kernel = prefill_attn_kernel<HD, NW, MT, BC>;
+  constexpr int BM = NW * 16 * MT, smem = smem_bytes<HD, NW, MT, BC, F8>();
+  auto kernel = prefill_attn_kernel<HD, NW, MT, BC, F8>;
   if (smem > 48 * 1024)
     TANDEM_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -330,13 +423,13 @@ void launch(const bf16_t* qkv, int q_stride, const int32_t* positions, const int
       scale_log2, out, out_stride);
 }
 
-template <int HD>
+template <int HD, bool F8>
 void launch_hd(PrefillShape shape, const bf16_t* qkv, int q_stride, const int32_t* positions,
                const int32_t* tiles, int num_tiles, PagedKv kv, bf16_t* out, int out_stride,
                int G, int Hkv, float scale_log2, cudaStream_t stream) {
-#define TANDEM_PREFILL_LAUNCH(NW, MT, BC)                                                    \
-  launch<HD, NW, MT, BC>(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G, \
-                         Hkv, scale_log2, stream)
+#define TANDEM_PREFILL_LAUNCH(NW, MT, BC)                                                  \
+  launch<HD, NW, MT, BC, F8>(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, \
+                             G, Hkv, scale_log2, stream)
   switch (shape) {
     case PrefillShape::kW4R16:
       TANDEM_PREFILL_LAUNCH(4, 1, 64);
@@ -412,14 +505,22 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
   }
   if ((shape == PrefillShape::kW4R32 || shape == PrefillShape::kW8R32) && !q_aligned)
     shape = PrefillShape::kW8R16;
+  const bool f8 = kv.fp8();
   int smem_max = 0;
   TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (shape == PrefillShape::kW8R32 && smem_max < smem_bytes<128, 8, 2, kBcR32>())
-    shape = PrefillShape::kW4R32;  // sm_86/89: 99 KB a block
+  const int smem_w8r32 =
+      f8 ? smem_bytes<128, 8, 2, kBcR32, true>() : smem_bytes<128, 8, 2, kBcR32, false>();
+  if (shape == PrefillShape::kW8R32 && smem_max < smem_w8r32)
+    shape = PrefillShape::kW4R32;  // sm_86/89 (99 KB a block), bf16 cache (F8 fits: 93 KB)
   const float scale_log2 = scale * 1.4426950408889634f;
   auto go = [&](auto hd_const) {
-    launch_hd<decltype(hd_const)::value>(shape, qkv, q_stride, positions, tiles, num_tiles, kv,
-                                         out, out_stride, G, Hkv, scale_log2, stream);
+    constexpr int HD = decltype(hd_const)::value;
+    if (f8)
+      launch_hd<HD, true>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride,
+                          G, Hkv, scale_log2, stream);
+    else
+      launch_hd<HD, false>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out,
+                           out_stride, G, Hkv, scale_log2, stream);
   };
   switch (hd) {
     case 16: go(std::integral_constant<int, 16>{}); break;

@@ -21,11 +21,15 @@ struct RopeArgs {
 
 // Optional fused KV write (what kv_write.cuh does, without another pass): the finished k
 // heads and the v heads of row t go to slot slots[t] of the paged cache ([slots, Hkv, hd]);
-// a negative slot skips the row.
+// a negative slot skips the row. With k_scale set the cache is FP8: e4m3 codes in
+// k_cache/v_cache and one fp32 scale per (slot, head) in k_scale/v_scale ([slots, Hkv]),
+// by the rule of core/fp8.h applied to the finished bf16 values.
 struct KvDest {
   const int64_t* slots = nullptr;
-  __nv_bfloat16* k_cache = nullptr;
-  __nv_bfloat16* v_cache = nullptr;
+  void* k_cache = nullptr;
+  void* v_cache = nullptr;
+  float* k_scale = nullptr;
+  float* v_scale = nullptr;
 };
 
 // Optional: the qkv product was computed from the unnormalised residual rows x (the layer's

@@ -6,6 +6,7 @@
 #include "backend/cuda/decode_attention.cuh"
 #include "backend/cuda/kv_read_probe.cuh"
 #include "backend/cuda/prefill_attention.cuh"
+#include "core/fp8.h"
 #include "gpu_test_util.h"
 
 namespace tandem::cuda::test {
@@ -36,6 +37,41 @@ struct PagedCase {
         block_tables[size_t(s) * max_blocks + b] = perm[next++];
     k = random_bf16(rng, size_t(num_blocks) * bs * Hkv * hd);
     v = random_bf16(rng, size_t(num_blocks) * bs * Hkv * hd);
+  }
+  // The cache in FP8 (core/fp8.h): e4m3 codes and a scale per (slot, head). k and v become
+  // the values the kernels read back, bf16(code * scale); the originals are returned.
+  struct Fp8 {
+    std::vector<uint8_t> kq, vq;
+    std::vector<float> ks, vs, k_orig, v_orig;
+  };
+  Fp8 to_fp8(Rng& rng) {
+    Fp8 f;
+    const size_t vecs = k.size() / size_t(hd);
+    // Vectors of very different sizes (2^-8 .. 2^4), as real K and V heads have: each gets
+    // its own scale.
+    for (size_t i = 0; i < vecs; ++i) {
+      const float mk = std::ldexp(1.0f, int(rng.next() % 13) - 8);
+      const float mv = std::ldexp(1.0f, int(rng.next() % 13) - 8);
+      for (int d = 0; d < hd; ++d) {
+        k[i * hd + d] = round_bf16(k[i * hd + d] * mk);
+        v[i * hd + d] = round_bf16(v[i * hd + d] * mv);
+      }
+    }
+    f.k_orig = k;
+    f.v_orig = v;
+    f.kq.resize(k.size());
+    f.vq.resize(v.size());
+    f.ks.resize(vecs);
+    f.vs.resize(vecs);
+    for (size_t i = 0; i < vecs; ++i) {
+      f.ks[i] = kv_fp8_quantize(k.data() + i * hd, hd, f.kq.data() + i * hd);
+      f.vs[i] = kv_fp8_quantize(v.data() + i * hd, hd, f.vq.data() + i * hd);
+      for (int d = 0; d < hd; ++d) {
+        k[i * hd + d] = round_bf16(fp8_e4m3_to_float(f.kq[i * hd + d]) * f.ks[i]);
+        v[i * hd + d] = round_bf16(fp8_e4m3_to_float(f.vq[i * hd + d]) * f.vs[i]);
+      }
+    }
+    return f;
   }
   const float* kv_at(const std::vector<float>& c, int s, int tok, int kvh) const {
     const int64_t slot =
@@ -77,22 +113,36 @@ class DecodeAttention : public ::testing::TestWithParam<DecodeKernel> {
   void TearDown() override { set_decode_attention_kernel(DecodeKernel::kAuto); }
 };
 
-TEST_P(DecodeAttention, MatchesCpu) {
-  Rng rng(test_seed() + 11);
+// Each kernel against the double-precision loop, on a bf16 cache or (fp8) an FP8 one: there
+// the reference reads the values the format holds, and must also stay near the result on
+// the unquantized values.
+void check_decode(bool fp8) {
+  Rng rng(test_seed() + (fp8 ? 13 : 11));
   for (DecodeShape sh : {DecodeShape{10, 2, 128, 16}, DecodeShape{4, 2, 16, 16},
                          DecodeShape{8, 1, 64, 32}, DecodeShape{16, 2, 128, 16},
                          DecodeShape{40, 8, 128, 32}, DecodeShape{7, 7, 64, 16}}) {
     std::vector<int32_t> ctx = {1, 17, 300, 1029, 64, 5, 2500, 65, 63};
     ctx.push_back(0);  // a padding row of a decode graph: zero output
     PagedCase pc(rng, ctx, sh.Hq, sh.Hkv, sh.hd, sh.bs);
+    PagedCase::Fp8 f8;
+    if (fp8) f8 = pc.to_fp8(rng);
     const int S = pc.S, qstride = (sh.Hq + 2 * sh.Hkv) * sh.hd + 8, ostride = sh.Hq * sh.hd + 24;
     auto q = random_bf16(rng, size_t(S) * qstride);
-    Dev<bf16_t> dq(q), dk(pc.k), dv(pc.v), dout(size_t(S) * ostride);
+    Dev<bf16_t> dq(q), dk(fp8 ? 0 : pc.k.size()), dv(fp8 ? 0 : pc.v.size()),
+        dout(size_t(S) * ostride);
+    if (!fp8) {
+      dk.upload(pc.k);
+      dv.upload(pc.v);
+    }
+    Dev<uint8_t> dkq(f8.kq), dvq(f8.vq);
+    Dev<float> dks(f8.ks), dvs(f8.vs);
     Dev<int32_t> dbt(pc.block_tables), dctx(pc.ctx);
     for (int splits : {1, 3, decode_attention_splits(S, sh.Hkv, 132)}) {
       Dev<float> ws(decode_attention_workspace(S, sh.Hq, sh.hd, splits));
       TANDEM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size() * sizeof(float)));
       PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs};
+      if (fp8) kv = {dkq.get(), dvq.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs,
+                     dks.get(), dvs.get()};
       // Twice: split counters must be back at zero after a call (graph replays rely on it).
       decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, sh.Hq, sh.Hkv, sh.hd,
                        1.0f / std::sqrt(float(sh.hd)), splits, ws.get(), nullptr);
@@ -117,12 +167,35 @@ TEST_P(DecodeAttention, MatchesCpu) {
             ref.push_back(r[i]);
           }
         }
-      EXPECT_LT(rel_error(got, ref), 1e-2)
-          << "hd " << sh.hd << " G " << sh.Hq / sh.Hkv << " splits " << splits;
+      EXPECT_LT(rel_error(got, ref), 1e-2) << "hd " << sh.hd << " G " << sh.Hq / sh.Hkv
+                                           << " splits " << splits << " fp8 " << fp8;
+      if (fp8) {  // the unquantized cache's answer, loosely: e4m3 keeps 3 mantissa bits
+        PagedCase orig = pc;
+        orig.k = f8.k_orig;
+        orig.v = f8.v_orig;
+        std::vector<double> ref0;
+        for (int s = 0; s < S; ++s)
+          for (int h = 0; h < sh.Hq; ++h) {
+            std::vector<double> r(sh.hd, 0.0);
+            if (pc.ctx[s] > 0)
+              orig.ref(q.data() + size_t(s) * qstride + h * sh.hd, s, h, pc.ctx[s] - 1,
+                       r.data());
+            ref0.insert(ref0.end(), r.begin(), r.end());
+          }
+        EXPECT_LT(rel_error(got, ref0), 0.1) << "hd " << sh.hd << " splits " << splits;
+      }
       for (int i = 0; i < sh.Hq * sh.hd; ++i)
         ASSERT_EQ(out[size_t(S - 1) * ostride + i], 0.0f) << "padding row";
     }
   }
+}
+
+TEST_P(DecodeAttention, MatchesCpu) {
+  check_decode(false);
+}
+
+TEST_P(DecodeAttention, Fp8MatchesCpu) {
+  check_decode(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
@@ -207,12 +280,14 @@ TEST(CudaKernels, DecodeAttentionTiming) {
       for (int c : ctx) bytes += 2.0 * c * Hkv * hd * sizeof(bf16_t);
       const double t_probe =
           time_us([&] { kv_read_probe(kv, S, Hkv, hd, probe.get(), nullptr); }, 20);
+      double t_auto[2] = {0, 0};  // wide, narrow at the automatic split count
       for (DecodeKernel k : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
         set_decode_attention_kernel(k);
         for (int sp : {auto_splits, 2}) {
           if (sp != auto_splits && sp <= auto_splits) continue;
           splits = sp;
           const double t_attn = time_us(attend, 20);
+          if (sp == auto_splits) t_auto[k == DecodeKernel::kNarrow] = t_attn;
           std::printf("[ perf ] decode attention %s S=%d ctx %s, %d split(s)%s: %.1f us, %.2f "
                       "TB/s; streaming read of the same bytes %.1f us, %.2f TB/s (attention at "
                       "%.2f of it)\n",
@@ -220,6 +295,24 @@ TEST(CudaKernels, DecodeAttentionTiming) {
                       sp, sp == auto_splits ? " (auto)" : "", t_attn, bytes / t_attn * 1e-6,
                       t_probe, bytes / t_probe * 1e-6, t_probe / t_attn);
         }
+      }
+      if (spread) {  // the same lengths in an FP8 cache: codes and a scale per vector
+        auto f8 = pc.to_fp8(rng);
+        Dev<uint8_t> dkq(f8.kq), dvq(f8.vq);
+        Dev<float> dks(f8.ks), dvs(f8.vs);
+        kv = {dkq.get(), dvq.get(), dbt.get(), pc.max_blocks, dctx.get(), bs, dks.get(), dvs.get()};
+        double bytes8 = 0;
+        for (int c : ctx) bytes8 += 2.0 * c * Hkv * (hd + 4);
+        splits = auto_splits;
+        for (DecodeKernel k : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
+          set_decode_attention_kernel(k);
+          const double t8 = time_us(attend, 20);
+          std::printf("[ perf ] decode attention fp8 %s S=%d ctx 400-655: %.1f us, %.2f TB/s; "
+                      "%.2fx the bf16 cache's time\n",
+                      k == DecodeKernel::kWide ? "wide" : "narrow", S, t8, bytes8 / t8 * 1e-6,
+                      t8 / t_auto[k == DecodeKernel::kNarrow]);
+        }
+        kv = {dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), bs};
       }
       set_decode_attention_kernel(DecodeKernel::kAuto);
     }

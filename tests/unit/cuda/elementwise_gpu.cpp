@@ -1,5 +1,5 @@
-// Embedding gather, RMSNorm + residual, SwiGLU, q/k-norm + RoPE, KV write and the random
-// fill against simple CPU loops, on fresh random inputs at odd sizes.
+// Embedding gather, RMSNorm + residual, SwiGLU, q/k-norm + RoPE, KV write (bf16 and FP8
+// caches) and the random fill against simple CPU loops, on fresh random inputs at odd sizes.
 #include <algorithm>
 #include <numeric>
 
@@ -9,6 +9,7 @@
 #include "backend/cuda/qk_norm_rope.cuh"
 #include "backend/cuda/rmsnorm.cuh"
 #include "backend/cuda/swiglu.cuh"
+#include "core/fp8.h"
 #include "gpu_test_util.h"
 
 namespace tandem::cuda::test {
@@ -222,6 +223,165 @@ TEST(CudaKernels, KvWriteFillsSlotsAndSkipsNegative) {
   }
   EXPECT_EQ(k, kr);
   EXPECT_EQ(v, vr);
+}
+
+// A device buffer's raw contents.
+template <class T>
+std::vector<T> raw(const Dev<T>& d) {
+  std::vector<T> v(d.size());
+  TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
+  TANDEM_CUDA_CHECK(cudaMemcpy(v.data(), d.get(), v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+
+// An FP8 cache of `slots` rows of Hkv heads: codes and scales, poisoned (0xff bytes) so that
+// unwritten entries stay recognisable.
+struct Fp8Cache {
+  Dev<uint8_t> kc, vc;
+  Dev<float> ks, vs;
+  Fp8Cache(int slots, int Hkv, int hd)
+      : kc(size_t(slots) * Hkv * hd),
+        vc(size_t(slots) * Hkv * hd),
+        ks(size_t(slots) * Hkv),
+        vs(size_t(slots) * Hkv) {}
+};
+
+// Checks an FP8 cache against the host rule: for every row t with slot[t] >= 0, k/v head g
+// holds kv_fp8_quantize of the bf16 values at src[t * row + k0 + g hd] (v: + Hkv hd), and
+// everything else (skipped rows, untouched slots) is still poison. Scales compared as bits.
+void expect_fp8_cache(const Fp8Cache& c, const std::vector<float>& src,
+                      const std::vector<int64_t>& slot, int row, int k0, int slots, int Hkv, int hd,
+                      const char* what) {
+  const size_t kvd = size_t(Hkv) * hd;
+  std::vector<uint8_t> kq(size_t(slots) * kvd, 0xff), vq(kq);
+  std::vector<uint32_t> kbits(size_t(slots) * Hkv, 0xffffffffu), vbits(kbits);
+  for (size_t t = 0; t < slot.size(); ++t) {
+    if (slot[t] < 0) continue;
+    for (int g = 0; g < Hkv; ++g) {
+      const size_t r = size_t(slot[t]) * Hkv + g;
+      const float* k = src.data() + t * row + k0 + size_t(g) * hd;
+      const float sk = kv_fp8_quantize(k, hd, kq.data() + r * hd);
+      const float sv = kv_fp8_quantize(k + kvd, hd, vq.data() + r * hd);
+      std::memcpy(&kbits[r], &sk, 4);
+      std::memcpy(&vbits[r], &sv, 4);
+    }
+  }
+  const auto gk = raw(c.kc), gv = raw(c.vc);
+  const auto gks = raw(c.ks), gvs = raw(c.vs);
+  for (size_t i = 0; i < kq.size(); ++i) {
+    ASSERT_EQ(int(gk[i]), int(kq[i]))
+        << what << ": k code " << i << " (cache row " << i / hd << ")";
+    ASSERT_EQ(int(gv[i]), int(vq[i]))
+        << what << ": v code " << i << " (cache row " << i / hd << ")";
+  }
+  for (size_t r = 0; r < kbits.size(); ++r) {
+    uint32_t a, b;
+    std::memcpy(&a, &gks[r], 4);
+    std::memcpy(&b, &gvs[r], 4);
+    ASSERT_EQ(a, kbits[r]) << what << ": k scale of cache row " << r << " = " << gks[r];
+    ASSERT_EQ(b, vbits[r]) << what << ": v scale of cache row " << r << " = " << gvs[r];
+  }
+}
+
+// Slots for T rows: a random permutation of [0, slots), row `skip` skipped (slot -1).
+std::vector<int64_t> random_slots(Rng& rng, int T, int slots, int skip) {
+  std::vector<int> perm(slots);
+  std::iota(perm.begin(), perm.end(), 0);
+  for (int i = slots - 1; i > 0; --i) std::swap(perm[i], perm[rng.next() % (i + 1)]);
+  std::vector<int64_t> slot(T);
+  for (int t = 0; t < T; ++t) slot[t] = t == skip ? -1 : perm[t];
+  return slot;
+}
+
+// The fused write into an FP8 cache: the qkv result is that of the bf16-cache run, and each
+// written (slot, head) holds exactly kv_fp8_quantize of the kernel's own finished bf16 k/v
+// values, with and without the input norm's row scale.
+TEST(CudaKernels, QkNormRopeFp8CacheMatchesHostQuantize) {
+  Rng rng(test_seed() + 6);
+  struct Case {
+    int Hq, Hkv, hd;
+    float mscale;
+  };
+  for (Case c : {Case{5, 1, 128, 1.0f}, Case{4, 2, 16, 1.0f}, Case{7, 3, 72, 1.1386f},
+                 Case{3, 3, 256, 1.0f}, Case{40, 8, 128, 1.0f}}) {
+    const int T = 11, row = (c.Hq + 2 * c.Hkv) * c.hd, kvd = c.Hkv * c.hd, slots = 2 * T + 3;
+    auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
+    // Row 4: k head 0 and the last v head all zero (k stays zero through norm and rotation).
+    for (int i = 0; i < c.hd; ++i) {
+      qkv[size_t(4) * row + c.Hq * c.hd + i] = 0.0f;
+      qkv[size_t(4) * row + row - c.hd + i] = 0.0f;
+    }
+    // Row 6's v heads a thousand times larger: the scale follows each vector's own amax.
+    for (int i = (c.Hq + c.Hkv) * c.hd; i < row; ++i)
+      qkv[size_t(6) * row + i] = round_bf16(qkv[size_t(6) * row + i] * 1000.0f);
+    auto qw = random_bf16(rng, c.hd, 0.2, 1.0), kw = random_bf16(rng, c.hd, 0.2, 1.0);
+    std::vector<int32_t> pos(T);
+    for (auto& p : pos) p = int32_t(rng.next() % 40000);
+    std::vector<float> inv(c.hd / 2);
+    for (int i = 0; i < c.hd / 2; ++i) inv[i] = float(std::pow(1e6, -2.0 * i / c.hd));
+    const auto slot = random_slots(rng, T, slots, 2);
+    const int dim = 200;
+    auto xin = random_bf16(rng, size_t(T) * dim, 4.0);
+    Dev<bf16_t> dqw(qw), dkw(kw), dxin(xin);
+    Dev<int32_t> dp(pos);
+    Dev<float> dinv(inv);
+    Dev<int64_t> ds(slot);
+    for (bool row_scale : {false, true}) {
+      const RowNormInput in = row_scale ? RowNormInput{dxin.get(), dim, 1e-6f} : RowNormInput{};
+      const char* what = row_scale ? "row scale" : "plain";
+      Dev<bf16_t> d16(qkv), kc16(size_t(slots) * kvd), vc16(size_t(slots) * kvd), d8(qkv);
+      qk_norm_rope(d16.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), c.mscale}, T,
+                   c.Hq, c.Hkv, c.hd, 1e-6f, nullptr, KvDest{ds.get(), kc16.get(), vc16.get()}, in);
+      Fp8Cache f(slots, c.Hkv, c.hd);
+      qk_norm_rope(d8.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), c.mscale}, T,
+                   c.Hq, c.Hkv, c.hd, 1e-6f, nullptr,
+                   KvDest{ds.get(), f.kc.get(), f.vc.get(), f.ks.get(), f.vs.get()}, in);
+      const auto got16 = d16.floats(), got8 = d8.floats();
+      for (size_t i = 0; i < got16.size(); ++i)
+        ASSERT_EQ(got8[i], got16[i]) << what << ", hd " << c.hd << ", qkv value " << i;
+      expect_fp8_cache(f, got8, slot, row, c.Hq * c.hd, slots, c.Hkv, c.hd, what);
+      // The zero vectors: scale 0, codes 0.
+      const size_t r0 = size_t(slot[4]) * c.Hkv;
+      EXPECT_EQ(raw(f.ks)[r0], 0.0f) << what;
+      EXPECT_EQ(raw(f.vs)[r0 + c.Hkv - 1], 0.0f) << what;
+    }
+  }
+}
+
+// kv_write into an FP8 cache: each written (slot, head) is kv_fp8_quantize of the row's bf16
+// k/v values; skipped and untouched slots keep their poison, and qkv is only read.
+TEST(CudaKernels, KvWriteFp8MatchesHostQuantize) {
+  Rng rng(test_seed() + 7);
+  struct Case {
+    int Hq, Hkv, hd;
+  };
+  // hd / 8 words per vector: 16, 9 (groups of 16 lanes, 7 idle), 32, 1 (32 vectors a warp),
+  // 3; and the Qwen3 shape (256 threads).
+  for (Case c : {Case{5, 1, 128}, Case{4, 3, 72}, Case{2, 2, 256}, Case{6, 5, 8}, Case{1, 7, 24},
+                 Case{40, 8, 128}}) {
+    const int T = 13, slots = 41, row = (c.Hq + 2 * c.Hkv) * c.hd;
+    auto qkv = random_bf16(rng, size_t(T) * row);
+    // Each k/v vector at its own magnitude, 2^-12 .. 2^12; row 5's first k and last v zero.
+    for (int t = 0; t < T; ++t)
+      for (int h = c.Hq; h < c.Hq + 2 * c.Hkv; ++h) {
+        const float m = float(std::exp2(-12.0 + 24.0 * rng.uniform()));
+        for (int i = 0; i < c.hd; ++i) {
+          float& v = qkv[size_t(t) * row + size_t(h) * c.hd + i];
+          v = (t == 5 && (h == c.Hq || h == c.Hq + 2 * c.Hkv - 1)) ? 0.0f : round_bf16(v * m);
+        }
+      }
+    const auto slot = random_slots(rng, T, slots, 3);
+    Dev<bf16_t> dq(qkv);
+    Dev<int64_t> ds(slot);
+    Fp8Cache f(slots, c.Hkv, c.hd);
+    kv_write(dq.get(), ds.get(), f.kc.get(), f.vc.get(), T, c.Hq, c.Hkv, c.hd, nullptr, f.ks.get(),
+             f.vs.get());
+    expect_fp8_cache(f, qkv, slot, row, c.Hq * c.hd, slots, c.Hkv, c.hd, "kv_write");
+    EXPECT_EQ(dq.floats(), qkv);
+    const size_t r0 = size_t(slot[5]) * c.Hkv;
+    EXPECT_EQ(raw(f.ks)[r0], 0.0f);
+    EXPECT_EQ(raw(f.vs)[r0 + c.Hkv - 1], 0.0f);
+  }
 }
 
 TEST(CudaKernels, FillRandomHasTheAskedMoments) {

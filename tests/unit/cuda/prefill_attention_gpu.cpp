@@ -1,14 +1,19 @@
 // Prefill attention (causal, paged KV cache) on the cases the runner sends: long prompts,
 // chunks continuing a cached prefix, GQA groups 1 to 8, block sizes 16 and 32, odd row counts,
 // mixed batches; every block shape and the automatic choice, against a
-// double-precision CPU loop. Plus a timing of long prompts (printed, checked on sampled rows).
+// double-precision CPU loop. The same cases with an FP8 cache (core/fp8.h), against the loop
+// on the values the cache reads back. Plus a timing of long prompts (printed, checked on
+// sampled rows).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 
 #include "backend/cuda/prefill_attention.cuh"
+#include "core/fp8.h"
 #include "gpu_test_util.h"
 
 namespace tandem::cuda::test {
@@ -68,14 +73,16 @@ struct PrefillBatch {
         int64_t(block_tables[size_t(s) * max_blocks + tok / bs]) * bs + tok % bs;
     return c.data() + (size_t(slot) * Hkv + kvh) * hd;
   }
-  // softmax(q k^T / sqrt(hd)) v of query row t, head h, over keys [0, pos[t]].
-  void ref(int t, int h, double* out) const {
+  // softmax(q k^T / sqrt(hd)) v of query row t, head h, over keys [0, pos[t]], with the
+  // cache values kc, vc (laid out as k, v).
+  void ref(int t, int h, double* out, const std::vector<float>& kc,
+           const std::vector<float>& vc) const {
     const int s = seq_of_row[size_t(t)], upto = pos[size_t(t)], kvh = h / (Hq / Hkv);
     const float* qr = q.data() + size_t(t) * qstride + size_t(h) * hd;
     std::vector<double> sc(size_t(upto) + 1);
     double mx = -1e300;
     for (int j = 0; j <= upto; ++j) {
-      const float* kr = kv_at(k, s, j, kvh);
+      const float* kr = kv_at(kc, s, j, kvh);
       double d = 0;
       for (int i = 0; i < hd; ++i) d += double(qr[i]) * kr[i];
       sc[size_t(j)] = d / std::sqrt(double(hd));
@@ -85,19 +92,74 @@ struct PrefillBatch {
     for (auto& x : sc) l += (x = std::exp(x - mx));
     for (int i = 0; i < hd; ++i) out[i] = 0;
     for (int j = 0; j <= upto; ++j) {
-      const float* vr = kv_at(v, s, j, kvh);
+      const float* vr = kv_at(vc, s, j, kvh);
       for (int i = 0; i < hd; ++i) out[i] += sc[size_t(j)] / l * vr[i];
     }
   }
 };
 
-// The batch uploaded once; run() launches the kernel into a poisoned output.
+// Every (token, KV head) vector of the cache scaled by its own power of two (K by 2^0..2^-2,
+// V by 2^0..2^-3; values stay bf16) and about 1 in 64 zeroed: the FP8 scales then differ
+// from key to key, so a scale applied to the wrong key shows, and all-zero vectors (scale 0)
+// occur. Kept <= 1 so the outputs stay within the absolute bound of check().
+void vary_magnitudes(PrefillBatch& b, Rng& rng) {
+  for (size_t row = 0; row < b.k.size() / size_t(b.hd); ++row) {
+    const bool zero = rng.next() % 64 == 0;
+    const float fk = zero ? 0.0f : std::ldexp(1.0f, -int(rng.next() % 3));
+    const float fv = zero ? 0.0f : std::ldexp(1.0f, -int(rng.next() % 4));
+    for (int i = 0; i < b.hd; ++i) {
+      b.k[row * size_t(b.hd) + i] *= fk;
+      b.v[row * size_t(b.hd) + i] *= fv;
+    }
+  }
+}
+
+// The batch's cache in the FP8 format: each (slot, head) vector a sequence uses quantized by
+// kv_fp8_quantize; the slots no sequence uses (block tails, spare blocks) poisoned with NaN
+// codes (0xff) and NaN scales, so reading one shows in the output. kd, vd: the values the
+// kernel reads back, bf16(e4m3(q) * s), laid out as b.k and b.v (0 in unused slots).
+struct Fp8Cache {
+  std::vector<uint8_t> k, v;
+  std::vector<float> k_scale, v_scale, kd, vd;
+  explicit Fp8Cache(const PrefillBatch& b) {
+    const size_t rows = b.k.size() / size_t(b.hd);
+    float nan;
+    const uint32_t poison = 0xffffffffu;
+    std::memcpy(&nan, &poison, sizeof nan);
+    k.assign(b.k.size(), 0xff);
+    v = k;
+    k_scale.assign(rows, nan);
+    v_scale = k_scale;
+    kd.assign(b.k.size(), 0.0f);
+    vd = kd;
+    for (int s = 0; s < b.S; ++s)
+      for (int tok = 0; tok < b.ctx[size_t(s)]; ++tok)
+        for (int h = 0; h < b.Hkv; ++h) {
+          const size_t row = size_t(b.kv_at(b.k, s, tok, h) - b.k.data()) / size_t(b.hd);
+          quantize(b.k, row, b.hd, k, k_scale, kd);
+          quantize(b.v, row, b.hd, v, v_scale, vd);
+        }
+  }
+  static void quantize(const std::vector<float>& x, size_t row, int hd,
+                       std::vector<uint8_t>& codes, std::vector<float>& scales,
+                       std::vector<float>& back) {
+    const size_t o = row * size_t(hd);
+    scales[row] = kv_fp8_quantize(x.data() + o, hd, codes.data() + o);
+    for (int i = 0; i < hd; ++i)
+      back[o + size_t(i)] = round_bf16(fp8_e4m3_to_float(codes[o + size_t(i)]) * scales[row]);
+  }
+};
+
+// The batch uploaded once (with an FP8 cache: its codes and scales instead of b.k, b.v);
+// run() launches the kernel into a poisoned output.
 struct DeviceBatch {
   const PrefillBatch& b;
   std::vector<int32_t> tiles;
   Dev<bf16_t> dq, dk, dv, dout;
   Dev<int32_t> dbt, dctx, dpos, dtiles;
-  explicit DeviceBatch(const PrefillBatch& pb)
+  std::unique_ptr<Dev<uint8_t>> dk8, dv8;
+  std::unique_ptr<Dev<float>> dks, dvs;
+  explicit DeviceBatch(const PrefillBatch& pb, const Fp8Cache* f8 = nullptr)
       : b(pb),
         tiles(make_prefill_tiles(pb.qstart.data(), pb.pos.data(), pb.S)),
         dq(pb.q),
@@ -107,9 +169,22 @@ struct DeviceBatch {
         dbt(pb.block_tables),
         dctx(pb.ctx),
         dpos(pb.pos),
-        dtiles(tiles) {}
+        dtiles(tiles) {
+    if (f8) {
+      dk8 = std::make_unique<Dev<uint8_t>>(f8->k);
+      dv8 = std::make_unique<Dev<uint8_t>>(f8->v);
+      dks = std::make_unique<Dev<float>>(f8->k_scale);
+      dvs = std::make_unique<Dev<float>>(f8->v_scale);
+    }
+  }
   void launch(PrefillShape shape, cudaStream_t stream = nullptr) {
     PagedKv kv{dk.get(), dv.get(), dbt.get(), b.max_blocks, dctx.get(), b.bs};
+    if (dk8) {
+      kv.k = dk8->get();
+      kv.v = dv8->get();
+      kv.k_scale = dks->get();
+      kv.v_scale = dvs->get();
+    }
     prefill_attention(dq.get(), b.qstride, dpos.get(), dtiles.get(), int(tiles.size() / 4), kv,
                       dout.get(), b.ostride, b.Hq, b.Hkv, b.hd, 1.0f / std::sqrt(float(b.hd)),
                       stream, shape);
@@ -121,15 +196,19 @@ struct DeviceBatch {
   }
 };
 
-// The reference outputs of some rows (all heads), computed once per batch.
+// The reference outputs of some rows (all heads), computed once per batch, with the batch's
+// cache values or others laid out as them (an FP8 cache's read-back values).
 struct Reference {
   std::vector<int> rows;
   std::vector<double> values;  // [rows, Hq, hd]
-  Reference(const PrefillBatch& b, std::vector<int> rows_) : rows(std::move(rows_)) {
+  Reference(const PrefillBatch& b, std::vector<int> rows_) : Reference(b, rows_, b.k, b.v) {}
+  Reference(const PrefillBatch& b, std::vector<int> rows_, const std::vector<float>& kc,
+            const std::vector<float>& vc)
+      : rows(std::move(rows_)) {
     values.resize(rows.size() * size_t(b.Hq) * b.hd);
     for (size_t i = 0; i < rows.size(); ++i)
       for (int h = 0; h < b.Hq; ++h)
-        b.ref(rows[i], h, values.data() + (i * b.Hq + h) * size_t(b.hd));
+        b.ref(rows[i], h, values.data() + (i * b.Hq + h) * size_t(b.hd), kc, vc);
   }
 };
 
@@ -180,9 +259,8 @@ struct Case {
   int q_pad = 8;
 };
 
-TEST(CudaKernels, PrefillAttentionCases) {
-  const uint64_t seed = test_seed();
-  const std::vector<Case> cases = {
+std::vector<Case> prefill_cases() {
+  return {
       // Odd row counts around the tile sizes, with and without a cached prefix, G = 5.
       {"odd rows G5 hd128 bs32", {0, 7, 300, 0, 64}, {1, 63, 65, 129, 200}, 10, 2, 128, 32, 2.5},
       {"odd rows G5 hd128 bs16", {5, 0, 1000}, {129, 1, 63}, 5, 1, 128, 16, 1.0},
@@ -197,6 +275,11 @@ TEST(CudaKernels, PrefillAttentionCases) {
       // q rows only 4-byte aligned: the 32-row shapes fall back to registers-only loads.
       {"unaligned q G5 hd128", {3, 0}, {131, 64}, 10, 2, 128, 16, 1.0, 2},
   };
+}
+
+TEST(CudaKernels, PrefillAttentionCases) {
+  const uint64_t seed = test_seed();
+  const std::vector<Case> cases = prefill_cases();
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& cs = cases[c];
     Rng rng(seed + 100 + c);
@@ -206,6 +289,40 @@ TEST(CudaKernels, PrefillAttentionCases) {
     const Reference ref(b, all_rows(b));
     for (PrefillShape shape : kShapes)
       check(b, d.run(shape), ref, std::string(cs.name) + ", " + shape_name(shape));
+  }
+}
+
+// The cases with an FP8 cache (per-vector magnitudes varied, unused slots poisoned): against
+// the reference on the values the cache reads back, as tight as the bf16 cases, and near
+// the bf16 kernel on the unquantized values (e4m3 keeps 3 mantissa bits: a few percent).
+TEST(CudaKernels, PrefillAttentionFp8Cases) {
+  const uint64_t seed = test_seed();
+  const std::vector<Case> cases = prefill_cases();
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& cs = cases[c];
+    Rng rng(seed + 100 + c);  // the data of PrefillAttentionCases, then the magnitudes
+    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false,
+                   cs.q_pad);
+    vary_magnitudes(b, rng);
+    const Fp8Cache f8(b);
+    DeviceBatch d(b, &f8);
+    const Reference ref(b, all_rows(b), f8.kd, f8.vd);
+    // The bf16 kernel on the unquantized values, rows packed [T, Hq * hd].
+    auto packed = [&](const std::vector<float>& out) {
+      std::vector<float> r;
+      for (int t = 0; t < b.T; ++t)
+        r.insert(r.end(), out.begin() + ptrdiff_t(t) * b.ostride,
+                 out.begin() + ptrdiff_t(t) * b.ostride + b.Hq * b.hd);
+      return r;
+    };
+    const std::vector<float> base_f = packed(DeviceBatch(b).run(PrefillShape::kAuto));
+    const std::vector<double> base(base_f.begin(), base_f.end());
+    for (PrefillShape shape : kShapes) {
+      const std::string what = std::string(cs.name) + ", " + shape_name(shape) + ", fp8";
+      const std::vector<float> out = d.run(shape);
+      check(b, out, ref, what);
+      EXPECT_LT(rel_error(packed(out), base), 0.1) << what << ": far from the bf16 cache";
+    }
   }
 }
 
@@ -241,33 +358,39 @@ TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
 
 // Timing of Qwen3-14B-shaped attention (40 q heads, 8 KV heads, hd 128): an 8192-token prompt
 // and the last 8192-token chunk of a 16384-token one. Prints ms and TFLOP/s (causal FLOPs:
-// 4 hd per (query, key, head)) for each block shape; sampled rows are checked.
+// 4 hd per (query, key, head)) for each block shape, with the bf16 and the FP8 cache;
+// sampled rows are checked.
 TEST(CudaKernels, PrefillAttentionTiming) {
   Rng rng(test_seed() + 400);
   for (int prefix : {0, 8192}) {
     PrefillBatch b(rng, {prefix}, {8192}, 40, 8, 128, 16, 1.0, /*fast=*/true);
-    DeviceBatch d(b);
+    const Fp8Cache f8(b);
+    DeviceBatch d16(b), d8(b, &f8);
     double flops = 0;
     for (int p : b.pos) flops += 4.0 * b.hd * b.Hq * (p + 1);
     std::vector<int> rows = {0, 1, 127, 128, 4095, 4096, b.T - 129, b.T - 128, b.T - 1};
     for (int i = 0; i < 4; ++i) rows.push_back(int(rng.next() % uint64_t(b.T)));
-    const Reference ref(b, rows);
+    const Reference ref16(b, rows), ref8(b, rows, f8.kd, f8.vd);
     cudaEvent_t e0, e1;
     TANDEM_CUDA_CHECK(cudaEventCreate(&e0));
     TANDEM_CUDA_CHECK(cudaEventCreate(&e1));
-    for (PrefillShape shape : kShapes) {
-      const std::string what = "ctx " + std::to_string(b.ctx[0]) + ", " + shape_name(shape);
-      check(b, d.run(shape), ref, what);
-      constexpr int kReps = 5;
-      TANDEM_CUDA_CHECK(cudaEventRecord(e0));
-      for (int i = 0; i < kReps; ++i) d.launch(shape);
-      TANDEM_CUDA_CHECK(cudaEventRecord(e1));
-      TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      ms /= kReps;
-      std::printf("[ perf ] prefill attention %d rows, %s: %.3f ms, %.1f TFLOP/s\n", b.T,
-                  what.c_str(), ms, flops / (ms * 1e-3) / 1e12);
+    for (bool fp8 : {false, true}) {
+      for (PrefillShape shape : kShapes) {
+        DeviceBatch& d = fp8 ? d8 : d16;
+        const std::string what = "ctx " + std::to_string(b.ctx[0]) + ", " + shape_name(shape) +
+                                 (fp8 ? ", fp8 cache" : "");
+        check(b, d.run(shape), fp8 ? ref8 : ref16, what);
+        constexpr int kReps = 5;
+        TANDEM_CUDA_CHECK(cudaEventRecord(e0));
+        for (int i = 0; i < kReps; ++i) d.launch(shape);
+        TANDEM_CUDA_CHECK(cudaEventRecord(e1));
+        TANDEM_CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms = 0;
+        TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        ms /= kReps;
+        std::printf("[ perf ] prefill attention %d rows, %s: %.3f ms, %.1f TFLOP/s\n", b.T,
+                    what.c_str(), ms, flops / (ms * 1e-3) / 1e12);
+      }
     }
     TANDEM_CUDA_CHECK(cudaEventDestroy(e0));
     TANDEM_CUDA_CHECK(cudaEventDestroy(e1));

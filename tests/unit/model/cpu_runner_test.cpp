@@ -77,3 +77,18 @@ TEST(CpuRunner, InvalidBatchesAreErrors) {
   opt.block_size = 24;
   EXPECT_THROW(model::make_cpu_runner(modeltest::test_model_dir("tiny"), opt), Error);
 }
+
+TEST(CpuRunner, KvCacheDtypeIsParsedAndReported) {
+  EXPECT_EQ(model::parse_kv_cache_dtype("bf16"), model::KvCacheDtype::kBf16);
+  EXPECT_EQ(model::parse_kv_cache_dtype("auto"), model::KvCacheDtype::kBf16);
+  EXPECT_EQ(model::parse_kv_cache_dtype("fp8"), model::KvCacheDtype::kFp8);
+  EXPECT_EQ(model::parse_kv_cache_dtype("fp8_e4m3"), model::KvCacheDtype::kFp8);
+  EXPECT_THROW(model::parse_kv_cache_dtype("int4"), Error);
+  EXPECT_STREQ(model::kv_cache_dtype_name(model::KvCacheDtype::kFp8), "fp8");
+  model::CpuRunnerOptions opt;
+  opt.num_blocks = 8;
+  opt.max_model_len = 100;
+  opt.kv_cache_dtype = model::KvCacheDtype::kFp8;
+  auto r = model::make_cpu_runner(modeltest::test_model_dir("tiny"), opt);
+  EXPECT_EQ(r->kv_layout().dtype, model::KvCacheDtype::kFp8);
+}

@@ -115,12 +115,16 @@ void compare(const std::vector<float>& cuda, const std::vector<float>& cpu, int 
   }
 }
 
-void run_schedule(const std::string& preset, double tol) {
+// kv: the cache format of every runner; with FP8 the CPU reference holds the values an FP8
+// cache reads back, so the comparison is between the two implementations of that format.
+void run_schedule(const std::string& preset, double tol,
+                  KvCacheDtype kv = KvCacheDtype::kBf16) {
   const fs::path dir = make_model(preset);
   const int bs = 16, blocks = 96;
   CpuRunnerOptions copt;
   copt.block_size = bs;
   copt.num_blocks = blocks;
+  copt.kv_cache_dtype = kv;
   auto cpu = make_cpu_runner(dir, copt);
   const int V = cpu->vocab_size();
 
@@ -145,6 +149,7 @@ void run_schedule(const std::string& preset, double tol) {
     v.opt.max_model_len = 1024;
     v.opt.progress = false;
     v.opt.max_graph_batch = 8;
+    v.opt.kv_cache_dtype = kv;
   }
   std::vector<std::unique_ptr<Runner>> gpus;
   for (auto& v : variants) gpus.push_back(make_cuda_runner(dir.string(), v.opt));
@@ -187,9 +192,9 @@ void run_schedule(const std::string& preset, double tol) {
   }
   for (size_t g = 0; g < gpus.size(); ++g) {
     std::printf(
-        "[ model ] %s %-12s rows %d  worst rel error %.2e (step %d row %d, cpu rms %.3g)  "
+        "[ model ] %s %s %-12s rows %d  worst rel error %.2e (step %d row %d, cpu rms %.3g)  "
         "argmax misses %d\n",
-        preset.c_str(), variants[g].name, diffs[g].rows, diffs[g].rel, diffs[g].worst_step,
+        preset.c_str(), kv_cache_dtype_name(kv), variants[g].name, diffs[g].rows, diffs[g].rel, diffs[g].worst_step,
         diffs[g].worst_row, diffs[g].worst_norm, diffs[g].argmax_miss);
     EXPECT_LT(diffs[g].rel, tol) << preset << " " << variants[g].name;
     EXPECT_EQ(diffs[g].argmax_miss, 0) << preset << " " << variants[g].name;
@@ -204,6 +209,14 @@ TEST(CudaRunner, TinyMatchesCpuRunner) {
 }
 TEST(CudaRunner, SmallMatchesCpuRunner) {
   run_schedule("small", 3e-2);
+}
+// FP8: the CPU quantizes its fp32 K/V and the GPU its bf16 K/V, so a few codes land one
+// e4m3 step apart (12% of a value): a looser bound than bf16's, still no argmax misses.
+TEST(CudaRunner, TinyFp8CacheMatchesCpuRunner) {
+  run_schedule("tiny", 6e-2, KvCacheDtype::kFp8);
+}
+TEST(CudaRunner, SmallFp8CacheMatchesCpuRunner) {
+  run_schedule("small", 6e-2, KvCacheDtype::kFp8);
 }
 
 TEST(CudaRunner, InvalidBatchIsAnError) {

@@ -40,10 +40,17 @@ fs::path tiny_yarn_dir() {
   return dir;
 }
 
-void check_model(const fs::path& dir, const std::string& golden_name, int block_size) {
+// With an FP8 cache (kv) the logits may move by `tol`; the argmax must still be transformers'
+// wherever its top logit leads the second by more than 2 tol, and greedy decoding must agree
+// for the first `greedy_prefix` tokens of each prompt (64: all; the random test models have
+// near-flat logits, so any change of the cache's numbers soon changes a greedy choice).
+void check_model(const fs::path& dir, const std::string& golden_name, int block_size,
+                 model::KvCacheDtype kv = model::KvCacheDtype::kBf16, double tol = 1e-3,
+                 int greedy_prefix = 64) {
   json g = golden(golden_name);
   model::CpuRunnerOptions opt;
   opt.block_size = block_size;
+  opt.kv_cache_dtype = kv;
   opt.num_blocks = 256;
   opt.max_model_len = 4096;
   auto runner = model::make_cpu_runner(dir, opt);
@@ -62,6 +69,7 @@ void check_model(const fs::path& dir, const std::string& golden_name, int block_
   runner->forward(batch, logits);
 
   double worst = 0;
+  int clear = 0, clear_missed = 0;  // positions with a clear top-1, and those we missed
   size_t row = 0;
   std::vector<model::TokenId> next(names.size());
   for (size_t s = 0; s < names.size(); ++s) {
@@ -76,13 +84,21 @@ void check_model(const fs::path& dir, const std::string& golden_name, int block_
         double d = std::abs(double(l[pos["ids"][k].get<int>()]) - pos["logits"][k].get<double>());
         worst = std::max(worst, d);
       }
+      if (pos["logits"].size() >= 2 &&
+          pos["logits"][0].get<double>() - pos["logits"][1].get<double>() > 2 * tol) {
+        ++clear;
+        if (std::max_element(l, l + V) - l != pos["ids"][0].get<int>()) ++clear_missed;
+      }
       ++row;
     }
     const float* last = logits.data() + (row - 1) * size_t(V);
     next[s] = model::TokenId(std::max_element(last, last + V) - last);
   }
-  EXPECT_LE(worst, 1e-3) << golden_name << ": max |logit - transformers|";
-  std::printf("%s: max |logit diff| vs transformers fp32 = %.2e\n", golden_name.c_str(), worst);
+  EXPECT_LE(worst, tol) << golden_name << ": max |logit - transformers|";
+  EXPECT_EQ(clear_missed, 0) << golden_name << ": positions with a clear top-1 that differ";
+  std::printf("%s (%s KV cache): max |logit diff| vs transformers fp32 = %.2e; top-1 of %d "
+              "clear positions missed: %d\n",
+              golden_name.c_str(), model::kv_cache_dtype_name(kv), worst, clear, clear_missed);
 
   // 64 greedy tokens per prompt, all sequences decoding together.
   std::vector<std::vector<model::TokenId>> got(names.size());
@@ -100,9 +116,15 @@ void check_model(const fs::path& dir, const std::string& golden_name, int block_
       next[s] = model::TokenId(std::max_element(l, l + V) - l);
     }
   }
-  for (size_t s = 0; s < names.size(); ++s)
-    EXPECT_EQ(got[s], g["prompts"][names[s]]["greedy"].get<std::vector<model::TokenId>>())
+  for (size_t s = 0; s < names.size(); ++s) {
+    const auto want = g["prompts"][names[s]]["greedy"].get<std::vector<model::TokenId>>();
+    size_t same = 0;
+    while (same < want.size() && same < got[s].size() && got[s][same] == want[same]) ++same;
+    std::printf("%s prompt %s: first %zu of %zu greedy tokens as transformers'\n",
+                golden_name.c_str(), names[s].c_str(), same, want.size());
+    EXPECT_GE(same, size_t(std::min<int>(greedy_prefix, int(want.size()))))
         << golden_name << " prompt " << names[s];
+  }
 }
 
 }  // namespace
@@ -117,4 +139,14 @@ TEST(Qwen3Golden, TinyYarnMatchesTransformers) {
 
 TEST(Qwen3Golden, SmallMatchesTransformers) {
   check_model(modeltest::test_model_dir("small"), "small", 32);
+}
+
+// An FP8 cache (e4m3 codes, a scale per vector) keeps the reference near transformers' bf16-
+// free answer: what the format costs in accuracy, measured.
+TEST(Qwen3Golden, TinyWithFp8CacheStaysNearTransformers) {
+  check_model(modeltest::test_model_dir("tiny"), "tiny", 16, model::KvCacheDtype::kFp8, 1.0, 0);
+}
+TEST(Qwen3Golden, SmallWithFp8CacheStaysNearTransformers) {
+  check_model(modeltest::test_model_dir("small"), "small", 32, model::KvCacheDtype::kFp8, 1.0,
+              0);
 }
