@@ -122,18 +122,30 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD, F8>::kBlocksPerSm)
     }
   };
   // F8: the codes of stage `stage` as fp16 into the K and V tiles (K exact, V / 256; keys
-  // past the end are zero codes).
+  // past the end are zero codes). A fixed count of chunks a thread, all loaded before any is
+  // converted, so the shared-memory latency is paid once a tile rather than once a chunk.
+  constexpr int kWidenIters = kTile * (HD / 16) / (kWarps * 32);
+  static_assert(!F8 || kTile * (HD / 16) % (kWarps * 32) == 0, "whole chunks a thread");
   auto widen_tile = [&](int stage) {
+    uint4 kq[kWidenIters], vq[kWidenIters];
 #pragma unroll
-    for (int i = threadIdx.x; i < kTile * (HD / 16); i += kWarps * 32) {
-      const int key = i / (HD / 16), c16 = i % (HD / 16), row = stage * kTile + key;
+    for (int it = 0; it < kWidenIters; ++it) {
+      const int i = threadIdx.x + it * kWarps * 32;
+      const int row = stage * kTile + i / (HD / 16), c16 = i % (HD / 16);
+      kq[it] = *reinterpret_cast<const uint4*>(K8 + row * HD + c16 * 16);
+      vq[it] = *reinterpret_cast<const uint4*>(V8 + row * HD + c16 * 16);
+    }
+#pragma unroll
+    for (int it = 0; it < kWidenIters; ++it) {
+      const int i = threadIdx.x + it * kWarps * 32;
+      const int key = i / (HD / 16), c16 = i % (HD / 16);
       uint4 lo, hi;
-      kv_fp8x16_to_f16(*reinterpret_cast<const uint4*>(K8 + row * HD + c16 * 16), lo, hi);
+      kv_fp8x16_to_f16(kq[it], lo, hi);
       *reinterpret_cast<uint4*>(Ks + key * LD + c16 * 16) = lo;
       *reinterpret_cast<uint4*>(Ks + key * LD + c16 * 16 + 8) = hi;
       // V by integer operations (its values / 256; the P V scale makes up for it), so the
       // conversion unit only widens K.
-      kv_fp8x16_to_f16_over256(*reinterpret_cast<const uint4*>(V8 + row * HD + c16 * 16), lo, hi);
+      kv_fp8x16_to_f16_over256(vq[it], lo, hi);
       *reinterpret_cast<uint4*>(Vs + key * LD + c16 * 16) = lo;
       *reinterpret_cast<uint4*>(Vs + key * LD + c16 * 16 + 8) = hi;
     }
