@@ -23,42 +23,10 @@ __device__ __forceinline__ uint8_t kv_fp8_encode(float x, float inv) {
   return uint8_t(__nv_cvt_float_to_fp8(__fmul_rn(x, inv), __NV_SATFINITE, __NV_E4M3));
 }
 
-// Two e4m3 codes (low byte first) to bf16(q * s) each, packed low first.
-__device__ __forceinline__ uint32_t kv_fp8x2_to_bf16x2(uint16_t codes, float s) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes), __NV_E4M3);
-  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
-  const __nv_bfloat162 b = __floats2bfloat162_rn(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
-  return *reinterpret_cast<const uint32_t*>(&b);
-}
-
-// 16 e4m3 codes to 16 bf16 values (two 16-byte words), each bf16(q * s).
-__device__ __forceinline__ void kv_fp8x16_to_bf16(const uint4& q, float s, uint4& lo, uint4& hi) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-  uint32_t r[8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    r[2 * i] = kv_fp8x2_to_bf16x2(uint16_t(w[i] & 0xffffu), s);
-    r[2 * i + 1] = kv_fp8x2_to_bf16x2(uint16_t(w[i] >> 16), s);
-  }
-  lo = make_uint4(r[0], r[1], r[2], r[3]);
-  hi = make_uint4(r[4], r[5], r[6], r[7]);
-}
-
-// 16 e4m3 codes to their exact fp16 values (two 16-byte words), unscaled: the decode kernel
-// applies the scales to scores and probabilities instead (one conversion a value pair).
-__device__ __forceinline__ void kv_fp8x16_to_f16(const uint4& q, uint4& lo, uint4& hi) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-  uint32_t r[8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const __half2_raw h =
-          __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t((w[i] >> (16 * j)) & 0xffffu), __NV_E4M3);
-      r[2 * i + j] = uint32_t(h.x) | (uint32_t(h.y) << 16);
-    }
-  lo = make_uint4(r[0], r[1], r[2], r[3]);
-  hi = make_uint4(r[4], r[5], r[6], r[7]);
+// Two e4m3 codes (low byte first) to their exact fp16 values, packed low first.
+__device__ __forceinline__ uint32_t kv_fp8x2_to_f16x2(uint32_t codes) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes & 0xffffu), __NV_E4M3);
+  return uint32_t(h.x) | (uint32_t(h.y) << 16);
 }
 
 // The same by integer operations (the ALU pipe, so a kernel can split its widening between
@@ -66,33 +34,48 @@ __device__ __forceinline__ void kv_fp8x16_to_f16(const uint4& q, uint4& lo, uint
 // position without re-biasing, which gives exactly code * 2^-8 (e4m3 bias 7, fp16 bias 15;
 // subnormal codes land on fp16 subnormals or normals with the same factor). Finite codes
 // only (the cache never holds the NaN code).
+__device__ __forceinline__ uint32_t kv_fp8x2_to_f16x2_over256(uint32_t codes) {
+  const uint32_t a = __byte_perm(codes, 0u, 0x1404);  // c0, c1 to the high byte of each half
+  return (a & 0x80008000u) | ((a >> 1) & 0x3f803f80u);
+}
+
+__device__ __forceinline__ float2 f16x2_to_float2(uint32_t h) {
+  return __half22float2(*reinterpret_cast<const __half2*>(&h));
+}
+
+// Two e4m3 codes (low byte first) to bf16(q * s) each, packed low first.
+__device__ __forceinline__ uint32_t kv_fp8x2_to_bf16x2(uint16_t codes, float s) {
+  const float2 f = f16x2_to_float2(kv_fp8x2_to_f16x2(codes));
+  const __nv_bfloat162 b = __floats2bfloat162_rn(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
+  return *reinterpret_cast<const uint32_t*>(&b);
+}
+
+// 16 e4m3 codes to 16 fp16 values (two 16-byte words) through `pair` (one of the two above).
+template <class Pair>
+__device__ __forceinline__ void kv_fp8x16_widen(const uint4& q, uint4& lo, uint4& hi, Pair pair) {
+  lo = make_uint4(pair(q.x), pair(q.x >> 16), pair(q.y), pair(q.y >> 16));
+  hi = make_uint4(pair(q.z), pair(q.z >> 16), pair(q.w), pair(q.w >> 16));
+}
+
+// 16 codes to their exact fp16 values, unscaled: the decode kernel applies the scales to
+// scores and probabilities instead (one conversion a value pair).
+__device__ __forceinline__ void kv_fp8x16_to_f16(const uint4& q, uint4& lo, uint4& hi) {
+  kv_fp8x16_widen(q, lo, hi, [](uint32_t c) { return kv_fp8x2_to_f16x2(c); });
+}
+// 16 codes to fp16 code / 256, by integer operations.
 __device__ __forceinline__ void kv_fp8x16_to_f16_over256(const uint4& q, uint4& lo, uint4& hi) {
-  const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-  uint32_t r[8];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    // Bytes c0 c1 (then c2 c3) to the high byte of each 16-bit half, the low bytes zero.
-    const uint32_t a = __byte_perm(w[i], 0u, 0x1404), b = __byte_perm(w[i], 0u, 0x3424);
-    r[2 * i] = (a & 0x80008000u) | ((a >> 1) & 0x3f803f80u);
-    r[2 * i + 1] = (b & 0x80008000u) | ((b >> 1) & 0x3f803f80u);
-  }
-  lo = make_uint4(r[0], r[1], r[2], r[3]);
-  hi = make_uint4(r[4], r[5], r[6], r[7]);
+  kv_fp8x16_widen(q, lo, hi, [](uint32_t c) { return kv_fp8x2_to_f16x2_over256(c); });
 }
 
 // 8 e4m3 codes (a uint2) to 8 floats bf16(q * s): the values the tensor-core kernels read.
 __device__ __forceinline__ void kv_fp8x8_to_float(const uint2& q, float s, float f[8]) {
-  const uint32_t w[2] = {q.x, q.y};
+  const uint32_t pairs[4] = {q.x, q.x >> 16, q.y, q.y >> 16};
 #pragma unroll
-  for (int i = 0; i < 2; ++i)
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const __half2_raw h =
-          __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t((w[i] >> (16 * j)) & 0xffffu), __NV_E4M3);
-      const float2 v = __half22float2(*reinterpret_cast<const __half2*>(&h));
-      f[4 * i + 2 * j] = rbf(__fmul_rn(v.x, s));
-      f[4 * i + 2 * j + 1] = rbf(__fmul_rn(v.y, s));
-    }
+  for (int i = 0; i < 4; ++i) {
+    const float2 v = f16x2_to_float2(kv_fp8x2_to_f16x2(pairs[i]));
+    f[2 * i] = rbf(__fmul_rn(v.x, s));
+    f[2 * i + 1] = rbf(__fmul_rn(v.y, s));
+  }
 }
 
 }  // namespace tandem::cuda
