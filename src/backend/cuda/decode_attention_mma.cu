@@ -35,14 +35,6 @@ struct MmaShape {
   static constexpr int kBlocksPerSm = (227 * 1024) / (kSmem + 1024);
 };
 
-// 4-byte global -> shared copy (cp.async.ca; zero-filled when !valid).
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool valid) {
-  const unsigned a = unsigned(__cvta_generic_to_shared(smem));
-  const int n = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(a), "l"(gmem), "r"(n)
-               : "memory");
-}
-
 // Grid (Hkv, S, splits), 32 W threads. Split `z` of sequence s covers keys [t0, t1); each
 // (16 W)-key tile is loaded by the whole block and warp w scores keys [16w, 16w+16) of it for
 // all G heads, keeping its own running max / sum / output. Warps merge through shared

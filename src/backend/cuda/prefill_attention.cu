@@ -16,15 +16,6 @@ namespace {
 
 constexpr int kBcR32 = 32;  // keys per K/V tile of the 32-row shapes (16-row ones: 64)
 
-// 4-byte global -> shared copy (cp.async.ca: the 16-byte .cg form has no smaller size), for
-// the FP8 cache's per-key scales. With `valid` false the 4 bytes are zero-filled.
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool valid) {
-  const unsigned a = unsigned(__cvta_generic_to_shared(smem));
-  const int n = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(a), "l"(gmem), "r"(n)
-               : "memory");
-}
-
 // 8 e4m3 codes (low byte first) -> 8 bf16 values bf16(q * s), one 16-byte chunk.
 __device__ __forceinline__ uint4 widen8(uint2 q, float s) {
   return make_uint4(
