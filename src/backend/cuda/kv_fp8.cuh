@@ -50,6 +50,13 @@ __device__ __forceinline__ uint32_t kv_fp8x2_to_bf16x2(uint16_t codes, float s) 
   return *reinterpret_cast<const uint32_t*>(&b);
 }
 
+// 8 e4m3 codes (low byte first) to 8 bf16 values bf16(q * s), one 16-byte chunk.
+__device__ __forceinline__ uint4 kv_fp8x8_to_bf16(uint2 q, float s) {
+  return make_uint4(
+      kv_fp8x2_to_bf16x2(uint16_t(q.x), s), kv_fp8x2_to_bf16x2(uint16_t(q.x >> 16), s),
+      kv_fp8x2_to_bf16x2(uint16_t(q.y), s), kv_fp8x2_to_bf16x2(uint16_t(q.y >> 16), s));
+}
+
 // 16 e4m3 codes to 16 fp16 values (two 16-byte words) through `pair` (one of the two above).
 template <class Pair>
 __device__ __forceinline__ void kv_fp8x16_widen(const uint4& q, uint4& lo, uint4& hi, Pair pair) {

@@ -16,13 +16,6 @@ namespace {
 
 constexpr int kBcR32 = 32;  // keys per K/V tile of the 32-row shapes (16-row ones: 64)
 
-// 8 e4m3 codes (low byte first) -> 8 bf16 values bf16(q * s), one 16-byte chunk.
-__device__ __forceinline__ uint4 widen8(uint2 q, float s) {
-  return make_uint4(
-      kv_fp8x2_to_bf16x2(uint16_t(q.x), s), kv_fp8x2_to_bf16x2(uint16_t(q.x >> 16), s),
-      kv_fp8x2_to_bf16x2(uint16_t(q.y), s), kv_fp8x2_to_bf16x2(uint16_t(q.y >> 16), s));
-}
-
 __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -213,9 +206,9 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
       if (i < BC * CH) {
         const int key = i / CH, c = i % CH;
         *reinterpret_cast<uint4*>(Ks + key * LD + c * 8) =
-            widen8(*reinterpret_cast<const uint2*>(K8 + key * HD + c * 8), Ksc[key]);
+            kv_fp8x8_to_bf16(*reinterpret_cast<const uint2*>(K8 + key * HD + c * 8), Ksc[key]);
         *reinterpret_cast<uint4*>(Vs + key * LD + c * 8) =
-            widen8(*reinterpret_cast<const uint2*>(V8 + key * HD + c * 8), Vsc[key]);
+            kv_fp8x8_to_bf16(*reinterpret_cast<const uint2*>(V8 + key * HD + c * 8), Vsc[key]);
       }
     }
   };
