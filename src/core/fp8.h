@@ -3,6 +3,7 @@
 // NaN, largest finite 448) on the host, and the rule the FP8 KV cache stores vectors with.
 // Encoding rounds to nearest even and saturates to +-448, as the GPU's
 // cvt.rn.satfinite.e4m3x2.f32 does, so host and device agree bit for bit.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -57,6 +58,48 @@ inline float kv_fp8_quantize(const float* x, int n, uint8_t* q) {
   const float inv = amax >= 1e-30f ? kFp8E4m3Max / amax : 0.0f;  // else 448/amax overflows
   for (int i = 0; i < n; ++i) q[i] = float_to_fp8_e4m3(x[i] * inv);
   return amax / kFp8E4m3Max;
+}
+
+}  // namespace tandem
+
+namespace tandem {
+
+// FP8 weights: a [N, K] matrix in blocks of 128 x 128 (the last ones partial), each block
+// stored as e4m3 codes plus one fp32 multiplier S = amax / 448 (the checkpoints' name for it
+// is weight_scale_inv): W[n, k] ~ e4m3(q[n, k]) * S[n / 128][k / 128]. Codes use the KV
+// cache's rule per block: q = e4m3_rn_satfinite(w * (448 / amax)), zero codes for a block
+// whose amax is below 1e-30. Scales are laid out [ceil(N / 128)][lds], lds >= ceil(K / 128)
+// (the GPU pads it to a multiple of 4, as its block-scaled GEMM reads them).
+constexpr int kFp8Block = 128;
+
+inline int64_t fp8_blocks(int64_t n) {
+  return (n + kFp8Block - 1) / kFp8Block;
+}
+// The scale row stride the GPU uses: ceil(K / 128) rounded up to a multiple of 4.
+inline int64_t fp8_scale_stride(int64_t K) {
+  return (fp8_blocks(K) + 3) / 4 * 4;
+}
+
+inline void fp8_block_quantize(const float* W, int64_t N, int64_t K, uint8_t* q, float* s,
+                               int64_t lds) {
+  for (int64_t nb = 0; nb < fp8_blocks(N); ++nb)
+    for (int64_t kb = 0; kb < fp8_blocks(K); ++kb) {
+      const int64_t n0 = nb * kFp8Block, n1 = std::min<int64_t>(N, n0 + kFp8Block);
+      const int64_t k0 = kb * kFp8Block, k1 = std::min<int64_t>(K, k0 + kFp8Block);
+      float amax = 0.0f;
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = k0; k < k1; ++k) amax = std::fmax(amax, std::fabs(W[n * K + k]));
+      const float inv = amax >= 1e-30f ? kFp8E4m3Max / amax : 0.0f;
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = k0; k < k1; ++k) q[n * K + k] = float_to_fp8_e4m3(W[n * K + k] * inv);
+      s[nb * lds + kb] = amax / kFp8E4m3Max;
+    }
+}
+
+// The value a block-scaled weight element reads back as.
+inline float fp8_block_dequant(const uint8_t* q, const float* s, int64_t lds, int64_t K, int64_t n,
+                               int64_t k) {
+  return fp8_e4m3_to_float(q[n * K + k]) * s[(n / kFp8Block) * lds + k / kFp8Block];
 }
 
 }  // namespace tandem

@@ -117,6 +117,11 @@ int64_t ModelConfig::num_params() const {
   return int64_t(vocab_size) * H * (tie_word_embeddings ? 1 : 2) + layer * num_hidden_layers + H;
 }
 
+int64_t ModelConfig::num_linear_params() const {
+  const int64_t H = hidden_size, I = intermediate_size;
+  return (2 * H * q_size() + 2 * H * kv_size() + 3 * H * I) * num_hidden_layers;
+}
+
 ModelConfig parse_config(const json& j, const std::string& where) {
   if (!j.is_object()) fail(ErrorKind::kInvalidArgument, "{}: not a JSON object", where);
   ModelConfig c;

@@ -57,6 +57,9 @@ struct ModelConfig {
   int kv_size() const { return num_key_value_heads * head_dim; }
   // Parameters of the checkpoint (embedding and lm_head counted once when tied).
   int64_t num_params() const;
+  // Parameters of the seven linear weights of every layer (q/k/v/o, gate/up/down): the
+  // ones an FP8 checkpoint quantizes.
+  int64_t num_linear_params() const;
 };
 
 // Parses and validates a config.json object; `where` names the source in errors.

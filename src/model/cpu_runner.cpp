@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/config.h"
+#include "model/fp8_weights.h"
 #include "model/rope.h"
 #include "model/safetensors.h"
 
@@ -52,10 +53,13 @@ class CpuRunner final : public Runner {
 
  private:
   WeightRef weight(const std::string& name, std::vector<int64_t> shape);
+  // A linear weight: as weight(), or an FP8 one dequantized into an owned fp32 copy.
+  WeightRef linear(const std::string& name, int64_t n, int64_t k);
   void validate(const ForwardBatch& b, size_t logits_size) const;
 
   ModelConfig cfg_;
   std::unique_ptr<Checkpoint> ckpt_;
+  std::vector<std::unique_ptr<float[]>> dequantized_;  // FP8 weights as fp32
   std::vector<Layer> layers_;
   WeightRef embed_, final_norm_, lm_head_;
   RopeTable rope_;
@@ -78,23 +82,39 @@ WeightRef CpuRunner::weight(const std::string& name, std::vector<int64_t> shape)
   return w;
 }
 
+WeightRef CpuRunner::linear(const std::string& name, int64_t n, int64_t k) {
+  if (ckpt_->get(name).dtype != DType::kF8E4M3) return weight(name, {n, k});
+  if (!cfg_.fp8)
+    fail(ErrorKind::kUnsupported,
+         "{}: tensor '{}' is F8_E4M3 but config.json has no quantization_config (supported: "
+         "fp8 with 128x128 blocks and a weight_scale_inv per weight)",
+         ckpt_->dir().string(), name);
+  Fp8Weight f = read_fp8_weight(*ckpt_, name, n, k, *cfg_.fp8);
+  dequantized_.emplace_back(new float[size_t(n * k)]);
+  dequantize_fp8_weight(f, dequantized_.back().get(), pool_.get());
+  WeightRef w;
+  w.data = dequantized_.back().get();
+  w.type = cpu::WType::kF32;
+  w.n = n;
+  w.k = k;
+  return w;
+}
+
 CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
   cfg_ = load_config(dir);
-  if (cfg_.fp8)
-    fail(ErrorKind::kUnsupported,
-         "{}: FP8 checkpoints are not supported by the CPU backend (supported: bfloat16, "
-         "float16, float32 weights)",
-         dir.string());
   if (opt.block_size != 16 && opt.block_size != 32)
     fail(ErrorKind::kInvalidArgument, "KV block size {} is not supported (supported: 16, 32)",
          opt.block_size);
   max_len_ = opt.max_model_len > 0 ? opt.max_model_len : cfg_.max_position_embeddings;
   if (max_len_ <= 0) fail(ErrorKind::kInvalidArgument, "max_model_len must be > 0");
 
-  // Refuse a model that cannot fit before mapping anything.
+  // Refuse a model that cannot fit before mapping anything. FP8 linear weights are held as
+  // fp32 copies (4 bytes a parameter); their codes are read once from the mapping.
   const uint64_t limit = opt.memory_limit_bytes ? opt.memory_limit_bytes : machine_memory_bytes();
   const uint64_t wsize = cfg_.dtype == "float32" ? 4 : 2;
-  const uint64_t weight_bytes = uint64_t(cfg_.num_params()) * wsize;
+  const uint64_t linear_params = cfg_.fp8 ? uint64_t(cfg_.num_linear_params()) : 0;
+  const uint64_t weight_bytes =
+      (uint64_t(cfg_.num_params()) - linear_params) * wsize + linear_params * 4;
   const uint64_t slot_bytes = uint64_t(cfg_.num_hidden_layers) * 2 * uint64_t(cfg_.kv_size()) * 4;
   const int64_t blocks_per_seq = (max_len_ + opt.block_size - 1) / opt.block_size;
   int64_t num_blocks = opt.num_blocks;
@@ -110,14 +130,24 @@ CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
     fail(ErrorKind::kResource,
          "{}: the model needs {:.2f} GiB of weights ({} parameters, {}) plus {:.2f} GiB of KV "
          "cache, but this machine has {:.2f} GiB of RAM",
-         dir.string(), gib(weight_bytes), cfg_.num_params(), cfg_.dtype, gib(kv_bytes), gib(limit));
+         dir.string(), gib(weight_bytes), cfg_.num_params(),
+         cfg_.fp8 ? cfg_.dtype + ", FP8 linear weights dequantized to float32" : cfg_.dtype,
+         gib(kv_bytes), gib(limit));
 
   ckpt_ = std::make_unique<Checkpoint>(dir);
-  if (limit > 0 && ckpt_->total_bytes() + kv_bytes > limit)
+  // What stays resident: the mapped tensors, except FP8 codes (clean file pages the kernel
+  // may drop once they are dequantized), plus their fp32 copies.
+  uint64_t fp8_codes = 0;
+  for (const auto& name : ckpt_->names())
+    if (TensorView t = ckpt_->get(name); t.dtype == DType::kF8E4M3) fp8_codes += t.bytes();
+  const uint64_t resident = ckpt_->total_bytes() - fp8_codes + 4 * fp8_codes;
+  if (limit > 0 && resident + kv_bytes > limit)
     fail(ErrorKind::kResource,
-         "{}: the checkpoint holds {:.2f} GiB of tensors plus {:.2f} GiB of KV cache, but this "
-         "machine has {:.2f} GiB of RAM",
-         dir.string(), gib(ckpt_->total_bytes()), gib(kv_bytes), gib(limit));
+         "{}: the checkpoint needs {:.2f} GiB of tensors in memory{} plus {:.2f} GiB of KV "
+         "cache, but this machine has {:.2f} GiB of RAM",
+         dir.string(), gib(resident), fp8_codes ? " (FP8 weights dequantized to float32)" : "",
+         gib(kv_bytes), gib(limit));
+  pool_ = std::make_unique<cpu::ThreadPool>(opt.threads);
 
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
   const int64_t Q = cfg_.q_size(), KV = cfg_.kv_size(), V = cfg_.vocab_size;
@@ -126,16 +156,16 @@ CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     Layer L;
     L.in_norm = weight(p + "input_layernorm.weight", {H});
-    L.q = weight(p + "self_attn.q_proj.weight", {Q, H});
-    L.k = weight(p + "self_attn.k_proj.weight", {KV, H});
-    L.v = weight(p + "self_attn.v_proj.weight", {KV, H});
-    L.o = weight(p + "self_attn.o_proj.weight", {H, Q});
+    L.q = linear(p + "self_attn.q_proj.weight", Q, H);
+    L.k = linear(p + "self_attn.k_proj.weight", KV, H);
+    L.v = linear(p + "self_attn.v_proj.weight", KV, H);
+    L.o = linear(p + "self_attn.o_proj.weight", H, Q);
     L.q_norm = weight(p + "self_attn.q_norm.weight", {D});
     L.k_norm = weight(p + "self_attn.k_norm.weight", {D});
     L.post_norm = weight(p + "post_attention_layernorm.weight", {H});
-    L.gate = weight(p + "mlp.gate_proj.weight", {I, H});
-    L.up = weight(p + "mlp.up_proj.weight", {I, H});
-    L.down = weight(p + "mlp.down_proj.weight", {H, I});
+    L.gate = linear(p + "mlp.gate_proj.weight", I, H);
+    L.up = linear(p + "mlp.up_proj.weight", I, H);
+    L.down = linear(p + "mlp.down_proj.weight", H, I);
     layers_.push_back(L);
   }
   final_norm_ = weight("model.norm.weight", {H});
@@ -156,7 +186,6 @@ CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
     k_cache_.emplace_back(new float[per_layer]);
     v_cache_.emplace_back(new float[per_layer]);
   }
-  pool_ = std::make_unique<cpu::ThreadPool>(opt.threads);
 }
 
 void CpuRunner::validate(const ForwardBatch& b, size_t logits_size) const {

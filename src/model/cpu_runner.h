@@ -1,9 +1,11 @@
 #pragma once
 // Qwen3 on the CPU backend: the reference forward pass every faster path is checked
 // against. Weights stay in the memory-mapped checkpoint in their stored dtype (bf16, f16 or
-// f32); activations, K/V cache and accumulation are fp32 (the cache optionally rounded to
-// what an FP8 cache holds), so it matches transformers' fp32
-// forward to ~1e-5. K/V live in the paged layout of model/runner.h.
+// f32); the block-scaled FP8 linear weights of Qwen3-*-FP8 checkpoints are dequantized
+// once at load into fp32 copies (exact, see model/fp8_weights.h). Activations, K/V cache
+// and accumulation are fp32 (the cache optionally rounded to what an FP8 cache holds), so
+// it matches transformers' fp32 forward to ~1e-5. K/V live in the paged layout of
+// model/runner.h.
 #include <cstdint>
 #include <filesystem>
 #include <memory>

@@ -74,6 +74,7 @@ class MappedFile {
 class Checkpoint {
  public:
   explicit Checkpoint(const std::filesystem::path& dir);
+  const std::filesystem::path& dir() const { return dir_; }
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   // Throws Error(kNotFound) naming the tensor and the folder.
   TensorView get(const std::string& name) const;

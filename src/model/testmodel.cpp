@@ -7,6 +7,7 @@
 
 #include "core/bf16.h"
 #include "core/error.h"
+#include "core/fp8.h"
 #include "core/fs.h"
 #include "core/paths.h"
 #include "core/rng.h"
@@ -70,6 +71,39 @@ TensorBlob make_tensor(const std::string& name, std::vector<int64_t> shape, uint
   return t;
 }
 
+// The FP8 form of a bf16 [N, K] linear weight: codes and BF16 scales (the rule is in
+// testmodel.h).
+std::vector<TensorBlob> to_fp8(const TensorBlob& w) {
+  const int64_t N = w.shape[0], K = w.shape[1];
+  const int64_t nbs = fp8_blocks(N), kbs = fp8_blocks(K);
+  std::vector<float> f(size_t(N * K));
+  for (size_t i = 0; i < f.size(); ++i)
+    f[i] = bf16_to_float(bf16{uint16_t(w.data[2 * i] | (w.data[2 * i + 1] << 8))});
+  TensorBlob codes{w.name, "F8_E4M3", w.shape, std::vector<uint8_t>(size_t(N * K))};
+  TensorBlob scales{
+      w.name + "_scale_inv", "BF16", {nbs, kbs}, std::vector<uint8_t>(size_t(2 * nbs * kbs))};
+  for (int64_t nb = 0; nb < nbs; ++nb)
+    for (int64_t kb = 0; kb < kbs; ++kb) {
+      const int64_t n0 = nb * kFp8Block, n1 = std::min<int64_t>(N, n0 + kFp8Block);
+      const int64_t k0 = kb * kFp8Block, k1 = std::min<int64_t>(K, k0 + kFp8Block);
+      float amax = 0.0f;
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = k0; k < k1; ++k) amax = std::fmax(amax, std::fabs(f[size_t(n * K + k)]));
+      const bf16 sb = float_to_bf16(amax / kFp8E4m3Max);
+      const float sv = bf16_to_float(sb);
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t k = k0; k < k1; ++k)
+          codes.data[size_t(n * K + k)] =
+              sv > 0.0f ? float_to_fp8_e4m3(f[size_t(n * K + k)] / sv) : uint8_t(0);
+      scales.data[size_t(2 * (nb * kbs + kb))] = uint8_t(sb.bits & 0xff);
+      scales.data[size_t(2 * (nb * kbs + kb) + 1)] = uint8_t(sb.bits >> 8);
+    }
+  std::vector<TensorBlob> r;
+  r.push_back(std::move(codes));
+  r.push_back(std::move(scales));
+  return r;
+}
+
 nlohmann::ordered_json config_json(const TestModelSpec& s) {
   nlohmann::ordered_json c;
   c["architectures"] = {"Qwen3ForCausalLM"};
@@ -88,6 +122,11 @@ nlohmann::ordered_json config_json(const TestModelSpec& s) {
   c["num_attention_heads"] = s.num_heads;
   c["num_hidden_layers"] = s.num_layers;
   c["num_key_value_heads"] = s.num_kv_heads;
+  if (s.fp8)
+    c["quantization_config"] = {{"activation_scheme", "dynamic"},
+                                {"fmt", "e4m3"},
+                                {"quant_method", "fp8"},
+                                {"weight_block_size", {kFp8Block, kFp8Block}}};
   c["rms_norm_eps"] = 1e-6;
   c["rope_scaling"] = nullptr;
   c["rope_theta"] = 1000000;
@@ -141,26 +180,31 @@ void write_test_model(const fs::path& out, const TestModelSpec& s, uint64_t seed
   const int64_t Q = int64_t(s.num_heads) * D, KV = int64_t(s.num_kv_heads) * D;
   // Linear weights get std 1/sqrt(fan_in) so activations keep unit scale through the
   // layers; norm weights are 1 + noise so a wrong norm cannot hide.
+  std::vector<TensorBlob> t;
   auto lin = [&](const std::string& n, int64_t out_f, int64_t in_f) {
-    return make_tensor(n, {out_f, in_f}, seed, 0.0, 1.0 / std::sqrt(double(in_f)));
+    TensorBlob w = make_tensor(n, {out_f, in_f}, seed, 0.0, 1.0 / std::sqrt(double(in_f)));
+    if (!s.fp8) {
+      t.push_back(std::move(w));
+      return;
+    }
+    for (auto& q : to_fp8(w)) t.push_back(std::move(q));
   };
   auto norm = [&](const std::string& n, int64_t d) { return make_tensor(n, {d}, seed, 1.0, 0.1); };
 
-  std::vector<TensorBlob> t;
   t.push_back(make_tensor("model.embed_tokens.weight", {s.vocab, H}, seed, 0.0, s.embed_std));
   for (int l = 0; l < s.num_layers; ++l) {
     std::string p = "model.layers." + std::to_string(l) + ".";
     t.push_back(norm(p + "input_layernorm.weight", H));
-    t.push_back(lin(p + "self_attn.q_proj.weight", Q, H));
-    t.push_back(lin(p + "self_attn.k_proj.weight", KV, H));
-    t.push_back(lin(p + "self_attn.v_proj.weight", KV, H));
-    t.push_back(lin(p + "self_attn.o_proj.weight", H, Q));
+    lin(p + "self_attn.q_proj.weight", Q, H);
+    lin(p + "self_attn.k_proj.weight", KV, H);
+    lin(p + "self_attn.v_proj.weight", KV, H);
+    lin(p + "self_attn.o_proj.weight", H, Q);
     t.push_back(norm(p + "self_attn.q_norm.weight", D));
     t.push_back(norm(p + "self_attn.k_norm.weight", D));
     t.push_back(norm(p + "post_attention_layernorm.weight", H));
-    t.push_back(lin(p + "mlp.gate_proj.weight", I, H));
-    t.push_back(lin(p + "mlp.up_proj.weight", I, H));
-    t.push_back(lin(p + "mlp.down_proj.weight", H, I));
+    lin(p + "mlp.gate_proj.weight", I, H);
+    lin(p + "mlp.up_proj.weight", I, H);
+    lin(p + "mlp.down_proj.weight", H, I);
   }
   t.push_back(norm("model.norm.weight", H));
   if (!s.tied)

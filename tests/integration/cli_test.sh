@@ -15,6 +15,9 @@ expect testmodel-again 0 "wrote tiny" -- "$T" testmodel --out "$tmp/m2" --seed 9
 a=$(cd "$tmp/m1" && sha256sum * ); b=$(cd "$tmp/m2" && sha256sum *)
 check same-seed-same-bytes "$([ "$a" = "$b" ]; echo $?)"
 expect non-empty-folder nonzero "not empty" -- "$T" testmodel --out "$tmp/m1"
+expect testmodel-fp8 0 "wrote tiny model \(FP8 weights" -- "$T" testmodel --out "$tmp/m3" --preset tiny --fp8
+check fp8-has-scales "$(grep -q weight_scale_inv "$tmp/m3/model.safetensors"; echo $?)"
+expect generate-fp8-cpu 0 "decode: 4 tokens" -- "$T" generate --model "$tmp/m3" --prompt-ids 9707 --max-tokens 4 --ignore-eos --temperature 0
 expect bench-engine-cpu 0 "out tok/s" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1,3 --prompt-len 9 --output-len 5 --requests-per-client 1
 expect bench-engine-bad-model nonzero "error" -- "$T" bench --backend cpu --model "$tmp/nope" --concurrency 1
 touch "$tmp/afile"

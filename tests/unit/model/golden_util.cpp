@@ -21,7 +21,10 @@ fs::path test_model_dir(const std::string& preset) {
   tmp += ".tmp" + std::to_string(::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp.parent_path());
-  model::write_test_model(tmp, model::test_model_preset(preset), 0, *tok);
+  const bool fp8 = preset.ends_with("-fp8");
+  auto spec = model::test_model_preset(fp8 ? preset.substr(0, preset.size() - 4) : preset);
+  spec.fp8 = fp8;
+  model::write_test_model(tmp, spec, 0, *tok);
   std::error_code ec;
   fs::rename(tmp, dir, ec);  // a concurrent test may have won the race: fine, same bytes
   if (ec) fs::remove_all(tmp);

@@ -9,7 +9,8 @@
 
 namespace tandem::modeltest {
 
-// The `preset` test model with seed 0, written once under the build folder.
+// The `preset` test model with seed 0, written once under the build folder. "tiny-fp8" and
+// "small-fp8" are those presets with FP8 linear weights (TestModelSpec::fp8).
 std::filesystem::path test_model_dir(const std::string& preset);
 
 // A paged-KV bookkeeping helper: each sequence gets blocks from a shuffled free list, so

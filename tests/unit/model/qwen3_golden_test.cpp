@@ -1,6 +1,7 @@
 // The CPU forward pass against transformers' fp32 Qwen3ForCausalLM (goldens made by
 // scripts/golden/make_model_goldens.py on the GPU machine): top-64 logits and logsumexp at
-// every prompt position within 1e-3, and the same 64 greedy tokens.
+// every prompt position within 1e-3, and the same 64 greedy tokens. The FP8 model's golden
+// runs the weights dequantized in torch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -139,6 +140,15 @@ TEST(Qwen3Golden, TinyYarnMatchesTransformers) {
 
 TEST(Qwen3Golden, SmallMatchesTransformers) {
   check_model(modeltest::test_model_dir("small"), "small", 32);
+}
+
+// The small model with FP8 linear weights, against transformers running the weights that
+// its codes and scales stand for (dequantized in torch, fp32).
+TEST(Qwen3Golden, SmallFp8MatchesTransformers) {
+  if (!fs::exists(fs::path(TANDEM_SOURCE_DIR) / "tests/golden/model/small-fp8.json"))
+    GTEST_SKIP() << "tests/golden/model/small-fp8.json does not exist yet: make it with "
+                    "scripts/golden/make_model_goldens.py --only small-fp8 on the GPU machine";
+  check_model(modeltest::test_model_dir("small-fp8"), "small-fp8", 32);
 }
 
 // An FP8 cache (e4m3 codes, a scale per vector) keeps the reference near transformers' bf16-
