@@ -40,6 +40,7 @@ struct Opts {
   std::vector<int> mixed_prefill = {0, 16, 32, 64, 96, 128, 160, 192, 256, 384, 512};
   double gpu_mem = 0.90;
   std::string kv_dtype = "bf16";
+  std::string quantization = "auto";
   int gemv_max_tokens = 1;
   bool no_graphs = false;
   int max_num_tokens = 8192;
@@ -92,6 +93,7 @@ int run_engine_mode(const Opts& o) {
     ro.max_model_len = longest;
     ro.max_num_tokens = o.max_num_batched_tokens;
     ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
+    ro.weight_dtype = tandem::model::parse_weight_dtype(o.quantization);
     ro.cuda_graphs = !o.no_graphs;
     ro.gemv_max_tokens = o.gemv_max_tokens;
     runner = tandem::model::make_cuda_runner(o.model, ro);
@@ -183,6 +185,7 @@ class Bench {
     ro.gemv_max_tokens = o.gemv_max_tokens;
     ro.max_num_tokens = o.max_num_tokens;
     ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
+    ro.weight_dtype = tandem::model::parse_weight_dtype(o.quantization);
     int longest = o.context + o.decode_steps + 16;
     for (int p : o.prefill) longest = std::max(longest, p + 1);
     ro.max_model_len = longest;
@@ -347,9 +350,10 @@ class Bench {
       return;
     }
     fmt::print(
-        "tandem bench: {} on {} ({} SMs), weights {:.2f} GiB, graphs {}, gemv <= {} rows, "
+        "tandem bench: {} on {} ({} SMs), {} weights {:.2f} GiB, graphs {}, gemv <= {} rows, "
         "logits {}\n",
-        o_.model, stats_.device_name, stats_.num_sms, stats_.weight_bytes / gib,
+        o_.model, stats_.device_name, stats_.num_sms, stats_.fp8_weights ? "fp8" : "bf16",
+        stats_.weight_bytes / gib,
         o_.no_graphs ? "off" : "on", o_.gemv_max_tokens,
         o_.host_logits ? "copied to host" : "kept on GPU");
     fmt::print("{:<22} {:>11} {:>10} {:>10} {:>11}  {}\n", "case", "tok/s", "ms/step", "TB/s",
@@ -420,6 +424,11 @@ TANDEM_COMMAND(
                      "the tokens, half the bytes read a decode step)")
           ->capture_default_str()
           ->check(CLI::IsMember({"bf16", "fp8"}));
+      sub.add_option("--quantization", o->quantization,
+                     "Product weights: auto (the checkpoint's own), bf16, or fp8 (e4m3 in "
+                     "128x128 blocks, quantized at load from bf16; Hopper)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"auto", "bf16", "none", "fp8"}));
       ranged_option(sub, "--gemv-max-tokens", o->gemv_max_tokens,
                     "Rows up to which decode GEMMs use the custom GEMV (0: cuBLASLt)", 0, 8);
       ranged_option(sub, "--max-num-tokens", o->max_num_tokens, "Rows per device pass", 16,

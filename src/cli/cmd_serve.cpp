@@ -63,6 +63,12 @@ TANDEM_COMMAND(
                      "the tokens, half the bytes read a decode step, 3 mantissa bits)")
           ->capture_default_str()
           ->check(CLI::IsMember({"bf16", "fp8"}));
+      sub.add_option("--quantization", o->host.quantization,
+                     "Product weights: auto (the checkpoint's own: bf16, or FP8 for a Qwen3 FP8 "
+                     "checkpoint), bf16, or fp8 (bf16 weights quantized at load to e4m3 in "
+                     "128x128 blocks: half the bytes; CUDA on Hopper)")
+          ->capture_default_str()
+          ->check(CLI::IsMember({"auto", "bf16", "none", "fp8"}));
       sub.add_option("--io-threads", o->io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
       return [o] {
         using namespace tandem;

@@ -31,9 +31,13 @@ namespace detail {
 CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
     : opt_(opt), model_(model) {
   cfg_ = is_synthetic(model) ? synthetic_config(model) : load_config(model);
-  if (cfg_.fp8)
-    fail(ErrorKind::kUnsupported, "{}: FP8 checkpoints are not supported yet by the CUDA backend",
+  const bool fp8_weights = opt.weight_dtype == WeightDtype::kFp8 ||
+                           (opt.weight_dtype == WeightDtype::kAuto && cfg_.fp8.has_value());
+  if (cfg_.fp8 && opt.weight_dtype == WeightDtype::kBf16)
+    fail(ErrorKind::kUnsupported,
+         "{} is an FP8 checkpoint; it runs with FP8 weights (quantization auto or fp8), not bf16",
          model);
+  if (fp8_weights) CudaWeights::check_fp8_shapes(cfg_);
   if (opt.block_size < 1 || opt.block_size > 1024)
     fail(ErrorKind::kInvalidArgument, "block_size {} out of range [1, 1024]", opt.block_size);
   if (!(opt.gpu_memory_utilization > 0.0 && opt.gpu_memory_utilization <= 1.0))
@@ -63,17 +67,26 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   if (prop.major < 8)
     fail(ErrorKind::kUnsupported, "GPU {} has compute capability {}.{}; tandem needs 8.0+",
          dev_name_, prop.major, prop.minor);
+  if (fp8_weights && !cuda::Fp8Gemm::supported())
+    fail(ErrorKind::kUnsupported,
+         "FP8 weights need cuBLASLt's block-scaled FP8 GEMM: a Hopper GPU (compute capability "
+         "9.x) and cuBLASLt >= 12.9; {}: {}",
+         dev_name_, cuda::Fp8Gemm::unsupported_reason());
 
   // Refuse a model whose weights cannot fit before allocating anything.
   size_t free_b = 0, total_b = 0;
   TANDEM_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   const double budget = opt.gpu_memory_utilization * double(total_b);
-  const uint64_t wbytes = CudaWeights::bytes_needed(cfg_);
+  const uint64_t wbytes = CudaWeights::bytes_needed(cfg_, fp8_weights);
   const uint64_t T = uint64_t(opt.max_num_tokens);
   const uint64_t qkv_dim = uint64_t(cfg_.q_size() + 2 * cfg_.kv_size());
+  // FP8 products quantize their input rows: codes and a scale per 128 values of the widest.
+  const int max_k = std::max({H, cfg_.q_size(), I});
+  const uint64_t fp8_rows = uint64_t(std::max(opt.max_num_tokens, opt.max_graph_batch));
   const uint64_t act_bytes =
       2 * T * (2 * uint64_t(H) + qkv_dim + uint64_t(cfg_.q_size()) + 3 * uint64_t(I)) +
-      uint64_t(kLogitChunk) * cfg_.vocab_size * 6;
+      uint64_t(kLogitChunk) * cfg_.vocab_size * 6 +
+      (fp8_weights ? fp8_rows * uint64_t(max_k) * 2 + uint64_t(16) * max_k : 0);
   const double used_before = double(total_b - free_b);
   if (used_before + double(wbytes + act_bytes) > budget)
     fail(ErrorKind::kResource,
@@ -89,8 +102,8 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&join_, cudaEventDisableTiming));
   if (const char* e = std::getenv("TANDEM_ATTN_OVERLAP"); e && std::string_view(e) == "0")
     overlap_attention_ = false;
-  w_ = is_synthetic(model) ? CudaWeights::synthetic(cfg_, opt.seed)
-                           : CudaWeights::from_checkpoint(model, cfg_, opt.progress);
+  w_ = is_synthetic(model) ? CudaWeights::synthetic(cfg_, opt.seed, fp8_weights)
+                           : CudaWeights::from_checkpoint(model, cfg_, opt.progress, fp8_weights);
   rope_ = rope_table(cfg_);
   inv_freq_.alloc(rope_.inv_freq.size() * 4, "rope");
   TANDEM_CUDA_CHECK(cudaMemcpy(inv_freq_.as<float>(), rope_.inv_freq.data(),
@@ -98,19 +111,29 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   gemm_ = std::make_unique<cuda::Gemm>(opt.gemv_max_tokens);
   if (opt.skinny_min_bytes >= 0) gemm_->set_skinny_min_bytes(size_t(opt.skinny_min_bytes));
   // Each layer's norm weights go into the product after the norm (rmsnorm.cuh), which then
-  // reads the residual rows as they are and scales its output rows (body()).
+  // reads the residual rows as they are and scales its output rows (body()). FP8 weights
+  // keep them apart (the checkpoint's codes stay as they are): their products normalise the
+  // rows as they quantize them.
+  if (w_.fp8) {
+    fp8_ = std::make_unique<cuda::Fp8Gemm>(int(fp8_rows), max_k);
+    if (opt.fp8_gemv_max_tokens >= 0) fp8_->set_gemv_max_tokens(opt.fp8_gemv_max_tokens);
+  }
   for (CudaLayerWeights& L : w_.layers) {
+    if (w_.fp8) break;
     cuda::fold_norm_weight(L.qkv, size_t(cfg_.q_size() + 2 * cfg_.kv_size()), H, L.in_norm,
                            stream_);
     cuda::fold_norm_weight(L.gate_up, size_t(2) * I, H, L.post_norm, stream_);
   }
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream_));
 
-  x_.alloc(T * H * 2, "activations");
+  // The FP8 GEMM writes whole groups of 4 rows (Fp8Gemm::padded_rows): its outputs (x_, qkv_,
+  // gu_) have room for 4 more.
+  const uint64_t TP = T + 4;
+  x_.alloc(TP * H * 2, "activations");
   h_.alloc(std::max<uint64_t>(T, 4) * H * 2, "activations");  // >= 2 fp32 rows (Gemm::RowNorm)
-  qkv_.alloc(T * qkv_dim * 2, "activations");
+  qkv_.alloc(TP * qkv_dim * 2, "activations");
   attn_.alloc(T * cfg_.q_size() * 2, "activations");
-  gu_.alloc(T * 2 * I * 2, "activations");
+  gu_.alloc(TP * 2 * I * 2, "activations");
   act_.alloc(T * I * 2, "activations");
   const size_t LC = kLogitChunk;
   lx_.alloc(LC * H * 2, "logits");
@@ -178,8 +201,9 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   layout_.block_size = opt.block_size;
   layout_.num_blocks = int(blocks);
   layout_.dtype = opt.kv_cache_dtype;
-  spdlog::info("cuda: {} on {}: weights {:.2f} GiB, {} KV cache {} blocks x {} tokens ({:.2f} GiB)",
-               model, dev_name_, gib(w_.bytes), kv_cache_dtype_name(layout_.dtype), blocks,
+  spdlog::info("cuda: {} on {}: {} weights {:.2f} GiB, {} KV cache {} blocks x {} tokens ({:.2f} GiB)",
+               model, dev_name_, w_.fp8 ? "fp8" : "bf16", gib(w_.bytes),
+               kv_cache_dtype_name(layout_.dtype), blocks,
                opt.block_size, gib(kv_bytes()));
 }
 
@@ -221,6 +245,7 @@ CudaRunnerStats CudaRunner::stats() const {
   s.num_sms = num_sms_;
   s.device_name = dev_name_;
   s.graphs_captured = graphs_captured_;
+  s.fp8_weights = w_.fp8;
   return s;
 }
 
@@ -280,56 +305,73 @@ void CudaRunner::validate(const ForwardBatch& b, size_t logits_size) const {
                     b.logit_rows.size(), cfg_.vocab_size));
 }
 
-// The residual stream x is updated in place by the o and down products (accumulate); each
-// layer's two norms have their weights folded into the qkv and gate/up weights (constructor),
-// so the input norm is a row scale inside qk_norm_rope and the post-attention norm one inside
-// the gate/up product (the skinny GEMM; other paths normalise into h_ first).
+// The residual stream x is updated in place by the o and down products (accumulate). With
+// bf16 weights each layer's two norms have their weights folded into the qkv and gate/up
+// weights (constructor), so the input norm is a row scale inside qk_norm_rope and the
+// post-attention norm one inside the gate/up product (the skinny GEMM; other paths normalise
+// into h_ first). FP8 products take the norms' weights and normalise as they quantize.
 void CudaRunner::body(const Meta& m, int T, int S, int D, int splits, int num_tiles) {
-  const int H = cfg_.hidden_size, I = cfg_.intermediate_size, HD = cfg_.head_dim;
-  const int Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  const int H = cfg_.hidden_size, I = cfg_.intermediate_size;
   const int Q = cfg_.q_size(), qkv_dim = Q + 2 * cfg_.kv_size();
-  const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(HD));
+  const float eps = float(cfg_.rms_norm_eps);
   bf16_t *x = x_.as<bf16_t>(), *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
   bf16_t *gu = gu_.as<bf16_t>(), *act = act_.as<bf16_t>();
-  const cuda::RopeArgs rope{inv_freq_.as<float>(), rope_.attention_factor};
   const cuda::Gemm::RowNorm post_norm{eps, h_.as<bf16_t>()};
   cuda::gather_rows(m.tokens, w_.embed, x, T, H, stream_);
   for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
     const CudaLayerWeights& L = w_.layers[size_t(l)];
+    if (fp8_) {
+      fp8_->linear(x, H, L.qkv8, qkv, qkv_dim, T, qkv_dim, H, stream_, false, L.in_norm, eps);
+      attention(m, l, T, S, D, splits, num_tiles, {});
+      fp8_->linear(attn, Q, L.o8, x, H, T, H, Q, stream_, /*accumulate=*/true);
+      fp8_->linear_swiglu(x, L.gate_up8, act, gu, T, I, H, stream_, L.post_norm, eps);
+      fp8_->linear(act, I, L.down8, x, H, T, H, I, stream_, /*accumulate=*/true);
+      continue;
+    }
     gemm_->linear(x, L.qkv, qkv, T, qkv_dim, H, stream_);
-    // This layer's cache (FP8: one byte an element, plus a scale per vector).
-    const size_t el = kv_fp8_ ? 1 : 2;
-    char* kc = k_cache_.as<char>() + size_t(l) * layer_elems_ * el;
-    char* vc = v_cache_.as<char>() + size_t(l) * layer_elems_ * el;
-    float* ks = kv_fp8_ ? k_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
-    float* vs = kv_fp8_ ? v_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
-    // The input norm's row scale, q/k norm + RoPE, and the new K/V into the cache, one pass.
-    cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
-                       cuda::KvDest{m.slots, kc, vc, ks, vs}, cuda::RowNormInput{x, H, eps});
-    // A mixed step's two attentions write disjoint rows of attn: the prompt rows' few long
-    // blocks run on side_ while the decode rows' kernel streams the cache on stream_.
-    const bool overlap = overlap_attention_ && D > 0 && D < S;
-    if (overlap) {
-      TANDEM_CUDA_CHECK(cudaEventRecord(fork_, stream_));
-      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
-    }
-    if (D < S)
-      cuda::prefill_attention(
-          qkv, qkv_dim, m.pos, m.tiles, num_tiles,
-          {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs}, attn,
-          Q, Hq, Hkv,
-          HD, scale, overlap ? side_ : stream_);
-    if (D > 0)
-      cuda::decode_attention(qkv, qkv_dim,
-                             {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size, ks, vs}, attn,
-                             Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
-    if (overlap) {
-      TANDEM_CUDA_CHECK(cudaEventRecord(join_, side_));
-      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
-    }
+    attention(m, l, T, S, D, splits, num_tiles, cuda::RowNormInput{x, H, eps});
     gemm_->linear(attn, L.o, x, T, H, Q, stream_, 0, 0, /*accumulate=*/true);
     gemm_->linear_swiglu(x, L.gate_up, act, gu, T, I, H, stream_, &post_norm);
     gemm_->linear(act, L.down, x, T, H, I, stream_, 0, 0, /*accumulate=*/true);
+  }
+}
+
+void CudaRunner::attention(const Meta& m, int l, int T, int S, int D, int splits, int num_tiles,
+                           cuda::RowNormInput in) {
+  const int HD = cfg_.head_dim, Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  const int Q = cfg_.q_size(), qkv_dim = Q + 2 * cfg_.kv_size();
+  const float eps = float(cfg_.rms_norm_eps), scale = 1.0f / std::sqrt(float(HD));
+  bf16_t *qkv = qkv_.as<bf16_t>(), *attn = attn_.as<bf16_t>();
+  const CudaLayerWeights& L = w_.layers[size_t(l)];
+  const cuda::RopeArgs rope{inv_freq_.as<float>(), rope_.attention_factor};
+  // This layer's cache (FP8: one byte an element, plus a scale per vector).
+  const size_t el = kv_fp8_ ? 1 : 2;
+  char* kc = k_cache_.as<char>() + size_t(l) * layer_elems_ * el;
+  char* vc = v_cache_.as<char>() + size_t(l) * layer_elems_ * el;
+  float* ks = kv_fp8_ ? k_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
+  float* vs = kv_fp8_ ? v_scale_.as<float>() + size_t(l) * layer_vecs_ : nullptr;
+  // The input norm's row scale (if any), q/k norm + RoPE, and the new K/V into the cache,
+  // one pass.
+  cuda::qk_norm_rope(qkv, m.pos, L.q_norm, L.k_norm, rope, T, Hq, Hkv, HD, eps, stream_,
+                     cuda::KvDest{m.slots, kc, vc, ks, vs}, in);
+  // A mixed step's two attentions write disjoint rows of attn: the prompt rows' few long
+  // blocks run on side_ while the decode rows' kernel streams the cache on stream_.
+  const bool overlap = overlap_attention_ && D > 0 && D < S;
+  if (overlap) {
+    TANDEM_CUDA_CHECK(cudaEventRecord(fork_, stream_));
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
+  }
+  if (D < S)
+    cuda::prefill_attention(
+        qkv, qkv_dim, m.pos, m.tiles, num_tiles,
+        {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs}, attn, Q,
+        Hq, Hkv, HD, scale, overlap ? side_ : stream_);
+  if (D > 0)
+    cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size, ks, vs},
+                           attn, Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
+  if (overlap) {
+    TANDEM_CUDA_CHECK(cudaEventRecord(join_, side_));
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream_, join_, 0));
   }
 }
 
@@ -572,6 +614,12 @@ CudaRunnerStats cuda_runner_stats(const Runner& r) {
   return c->stats();
 }
 
+const CudaWeights& cuda_runner_weights(const Runner& r) {
+  auto* c = dynamic_cast<const CudaRunner*>(&r);
+  if (!c) fail(ErrorKind::kInvalidArgument, "cuda_runner_weights: not a CUDA runner");
+  return c->weights();
+}
+
 void set_cuda_gemv_max_tokens(Runner& r, int t) {
   auto* c = dynamic_cast<CudaRunner*>(&r);
   if (!c) fail(ErrorKind::kInvalidArgument, "set_cuda_gemv_max_tokens: not a CUDA runner");
@@ -590,6 +638,9 @@ CudaRunnerStats cuda_runner_stats(const Runner&) {
   fail(ErrorKind::kUnsupported, "this tandem was built without CUDA");
 }
 void set_cuda_gemv_max_tokens(Runner&, int) {
+  fail(ErrorKind::kUnsupported, "this tandem was built without CUDA");
+}
+const CudaWeights& cuda_runner_weights(const Runner&) {
   fail(ErrorKind::kUnsupported, "this tandem was built without CUDA");
 }
 }  // namespace tandem::model

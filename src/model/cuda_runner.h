@@ -1,5 +1,6 @@
 #pragma once
-// Qwen3 on the CUDA backend: model::Runner on one GPU, bf16 weights, bf16 or FP8 KV cache.
+// Qwen3 on the CUDA backend: model::Runner on one GPU, bf16 or FP8 weights (FP8: Hopper),
+// bf16 or FP8 KV cache.
 //
 // Memory: weights first, then activations for max_num_tokens rows, then the paged KV cache
 // gets what gpu_memory_utilization leaves (`num_blocks` overrides it). A model that does
@@ -19,6 +20,7 @@ namespace tandem::model {
 struct CudaRunnerOptions {
   int block_size = 16;
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;
+  WeightDtype weight_dtype = WeightDtype::kAuto;
   double gpu_memory_utilization = 0.90;  // share of the GPU's memory tandem may use
   int max_model_len = 0;                 // 0: the config's max_position_embeddings
   int num_blocks = 0;                    // 0: from gpu_memory_utilization
@@ -28,6 +30,9 @@ struct CudaRunnerOptions {
   // Decode GEMMs with at most this many rows use the custom GEMV kernel; 0: cuBLASLt only.
   // (H200: the GEMV beats cuBLASLt at 1 row, cuBLASLt wins from 2 rows.)
   int gemv_max_tokens = 1;
+  // FP8 weights: rows up to which the weight-only FP8 GEMV runs (bf16 rows, no row
+  // quantization); -1: Fp8Gemm's default (2).
+  int fp8_gemv_max_tokens = -1;
   // The smallest gate/up weight the skinny GEMM takes, in bytes (-1: the library default,
   // Gemm::set_skinny_min_bytes; tests set 0 so that small models use it too).
   int64_t skinny_min_bytes = -1;
@@ -49,8 +54,14 @@ struct CudaRunnerStats {
   int num_sms = 0;
   std::string device_name;
   int graphs_captured = 0;
+  bool fp8_weights = false;
 };
 CudaRunnerStats cuda_runner_stats(const Runner& r);  // r must come from make_cuda_runner
+
+// The weights of a CUDA runner, as its forward reads them (tests check them against the
+// checkpoint after steps have run).
+class CudaWeights;
+const CudaWeights& cuda_runner_weights(const Runner& r);
 
 // Sets the small-batch GEMV threshold of a CUDA runner at run time (benchmarks, tests).
 void set_cuda_gemv_max_tokens(Runner& r, int t);

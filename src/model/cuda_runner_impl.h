@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/gemm_fp8.h"
+#include "backend/cuda/qk_norm_rope.cuh"
 #include "backend/cuda/sample.cuh"
 #include "core/error.h"
 #include "model/config.h"
@@ -109,6 +111,7 @@ class CudaRunner final : public Runner {
                       std::span<const TokenId> penalty_tokens, std::span<TokenId> tokens) override;
 
   CudaRunnerStats stats() const;
+  const CudaWeights& weights() const { return w_; }
   cuda::Gemm& gemm() { return *gemm_; }
 
  private:
@@ -119,6 +122,10 @@ class CudaRunner final : public Runner {
   // splits); the rest are prefill chunks covered by `num_tiles` tiles (make_prefill_tiles
   // over sequences D..S-1, numbered from D).
   void body(const Meta& m, int T, int S, int D, int splits, int num_tiles);
+  // One layer's attention on the qkv rows (qk norm, RoPE, cache write, both attentions) into
+  // attn_; `in` is the input norm's row scale when the qkv product read unnormalised rows.
+  void attention(const Meta& m, int l, int T, int S, int D, int splits, int num_tiles,
+                 cuda::RowNormInput in);
   void final_logits(int rows);  // lm_head over rows [0, rows) of lh_ into lf_
   void copy_logits(std::span<float> out, size_t rows);
   // Greedy steps: argmax of lf_'s first `rows` rows into greedy_dev_[first, first + rows);
@@ -143,6 +150,8 @@ class CudaRunner final : public Runner {
   int num_sms_ = 0;
   std::string dev_name_;
   std::unique_ptr<cuda::Gemm> gemm_;
+  // FP8 weights: their products (the bf16 Gemm keeps lm_head); null with bf16 weights.
+  std::unique_ptr<cuda::Fp8Gemm> fp8_;
 
   DevMem inv_freq_, x_, h_, qkv_, attn_, gu_, act_, lx_, lh_, lb_, lf_, attn_ws_;
   DevMem k_cache_, v_cache_;

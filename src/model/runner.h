@@ -56,6 +56,21 @@ inline KvCacheDtype parse_kv_cache_dtype(const std::string& s) {
   fail(ErrorKind::kInvalidArgument, "unknown KV cache dtype '{}' (supported: bf16, fp8)", s);
 }
 
+// What the products' weights (q/k/v/o/gate/up/down) run as. kAuto: as the checkpoint holds
+// them (bf16, or FP8 for a Qwen3 FP8 checkpoint); kFp8: bf16 weights quantized at load to
+// e4m3 in 128 x 128 blocks (core/fp8.h), half the bytes and the FP8 tensor cores (CUDA on
+// Hopper); kBf16: bf16 (an FP8 checkpoint is then refused).
+enum class WeightDtype { kAuto, kBf16, kFp8 };
+
+// "auto", "bf16" (also "none") or "fp8"; anything else is an invalid argument.
+inline WeightDtype parse_weight_dtype(const std::string& s) {
+  if (s == "auto") return WeightDtype::kAuto;
+  if (s == "bf16" || s == "none") return WeightDtype::kBf16;
+  if (s == "fp8") return WeightDtype::kFp8;
+  fail(ErrorKind::kInvalidArgument, "unknown weight quantization '{}' (supported: auto, bf16, fp8)",
+       s);
+}
+
 struct KvLayout {
   int num_layers = 0;
   int num_kv_heads = 0;

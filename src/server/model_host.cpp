@@ -60,6 +60,7 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
     co.max_model_len = opt.max_model_len;
     co.gpu_memory_utilization = opt.gpu_memory_utilization;
     co.kv_cache_dtype = model::parse_kv_cache_dtype(opt.kv_cache_dtype);
+    co.weight_dtype = model::parse_weight_dtype(opt.quantization);
     try {
       runner = model::make_cuda_runner(opt.model, co);
       backend = "cuda";

@@ -21,6 +21,7 @@ struct ModelHostOptions {
   int threads = 0;  // CPU backend threads; 0 = all cores
   double gpu_memory_utilization = 0.90;
   std::string kv_cache_dtype = "bf16";  // bf16 | fp8 (model/runner.h KvCacheDtype)
+  std::string quantization = "auto";    // auto | bf16 | fp8 (model/runner.h WeightDtype)
   ServerOptions server;
 };
 

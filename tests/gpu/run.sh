@@ -88,6 +88,15 @@ for k in ${KNEES:-}; do
     --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700 \
     --decode-step-tokens "$k"
 done
+# FP8 weights (bf16 weights of the same draws quantized at load, 128x128 blocks): decode
+# batches and prefill, then the engine's burst and steady loops.
+part bench_w8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --quantization fp8
+part engine_w8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64,256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 2 --quantization fp8
+part engine_ramp_w8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64 \
+  --prompt-len 400 --output-len 256 --requests-per-client 8 --ramp-ms 2700 --quantization fp8
+part engine_ramp256_w8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 256 \
+  --prompt-len 400 --output-len 256 --requests-per-client 4 --ramp-ms 5000 --quantization fp8
 # The same with an FP8 KV cache: decode batches and prefill, burst and steady loops.
 part bench_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --kv-cache-dtype fp8
 part engine_fp8 300 "$BIN/tandem" bench --model "$BENCH_MODEL" --concurrency 64,256 \
@@ -173,7 +182,8 @@ done
 for f in bench bench_hostlogits bench_cublas bench_gemv4 bench_nographs bench_nopdl bench_noskinny \
   bench_attn_portable bench_prefill_shape1 bench_prefill_shape2 bench_prefill_shape4 \
   bench_mixed bench_mixed128 engine engine_ramp engine_ramp256 engine_ramp_k* engine_tuned engine_sampled engine_sampled_host engine_prefix \
-  bench_fp8 engine_fp8 engine_ramp_fp8 engine_ramp256_fp8; do
+  bench_fp8 engine_fp8 engine_ramp_fp8 engine_ramp256_fp8 \
+  bench_w8 engine_w8 engine_ramp_w8 engine_ramp256_w8; do
   for g in "$OUT"/$f.log; do
     [ -f "$g" ] && echo "--- $(basename "$g" .log)" && grep -vE "^\[" "$g" | tail -n 40
   done
