@@ -169,7 +169,9 @@ void check_decode(bool fp8) {
         }
       EXPECT_LT(rel_error(got, ref), 1e-2) << "hd " << sh.hd << " G " << sh.Hq / sh.Hkv
                                            << " splits " << splits << " fp8 " << fp8;
-      if (fp8) {  // the unquantized cache's answer, loosely: e4m3 keeps 3 mantissa bits
+      // The unquantized cache's answer, loosely: e4m3 keeps 3 mantissa bits, and on random
+      // data the outputs move by up to about 10% (0.102 seen with TANDEM_TEST_SEED=30218).
+      if (fp8) {
         PagedCase orig = pc;
         orig.k = f8.k_orig;
         orig.v = f8.v_orig;
@@ -182,7 +184,7 @@ void check_decode(bool fp8) {
                        r.data());
             ref0.insert(ref0.end(), r.begin(), r.end());
           }
-        EXPECT_LT(rel_error(got, ref0), 0.1) << "hd " << sh.hd << " splits " << splits;
+        EXPECT_LT(rel_error(got, ref0), 0.15) << "hd " << sh.hd << " splits " << splits;
       }
       for (int i = 0; i < sh.Hq * sh.hd; ++i)
         ASSERT_EQ(out[size_t(S - 1) * ostride + i], 0.0f) << "padding row";
