@@ -91,13 +91,17 @@ Gemm::Plan& Gemm::plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bflo
   return plans_.emplace(key, p).first->second;
 }
 
-void Gemm::set_cols(Plan& p, int T) {
-  if (p.T == T) return;
+void set_layout_rows(cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, int T) {
   const uint64_t cols = uint64_t(T);
   TANDEM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+      cublasLtMatrixLayoutSetAttribute(b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
   TANDEM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+      cublasLtMatrixLayoutSetAttribute(c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+}
+
+void Gemm::set_cols(Plan& p, int T) {
+  if (p.T == T) return;
+  set_layout_rows(p.b, p.c, T);
   p.T = T;
 }
 

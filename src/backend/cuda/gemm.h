@@ -17,6 +17,9 @@
 
 namespace tandem::cuda {
 
+// Sets the n extent (rows of X and Y, T) that a plan's B and C layouts describe.
+void set_layout_rows(cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, int T);
+
 class Gemm {
  public:
   // gemv_max_tokens: 0 sends every product to cuBLASLt (the portable library path) but the

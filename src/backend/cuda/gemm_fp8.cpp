@@ -145,11 +145,7 @@ void Fp8Gemm::set_gemv_max_tokens(int t) {
 
 void Fp8Gemm::set_cols(Plan& p, int T) {
   if (p.T == T) return;
-  const uint64_t cols = uint64_t(T);
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatrixLayoutSetAttribute(p.c, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
+  set_layout_rows(p.b, p.c, T);
   p.T = T;
 }
 

@@ -86,15 +86,12 @@ void check_product(const Checkpoint& ck, const cuda::Fp8Weight& w,
   }
 }
 
-TEST(CudaWeights, Fp8CheckpointCodesAndScalesLoadAsTheyAre) {
-  const fs::path dir = write_model(true);
-  const ModelConfig c = load_config(dir);
-  ASSERT_TRUE(c.fp8.has_value());
-  const CudaWeights w = CudaWeights::from_checkpoint(dir.string(), c, false, true);
-  ASSERT_TRUE(w.fp8);
+// Every layer's four products and its input norm against the checkpoint.
+void check_layers(const fs::path& dir, const ModelConfig& c, const CudaWeights& w) {
   Checkpoint ck(dir);
   const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
   for (int l = 0; l < c.num_hidden_layers; ++l) {
+    SCOPED_TRACE("layer " + std::to_string(l));
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const auto& L = w.layers[size_t(l)];
     EXPECT_EQ(L.qkv, nullptr);
@@ -105,7 +102,19 @@ TEST(CudaWeights, Fp8CheckpointCodesAndScalesLoadAsTheyAre) {
     check_product(ck, L.o8, {{p + "self_attn.o_proj", H}}, Q);
     check_product(ck, L.gate_up8, {{p + "mlp.gate_proj", I}, {p + "mlp.up_proj", I}}, H);
     check_product(ck, L.down8, {{p + "mlp.down_proj", H}}, I);
+    const auto in_norm = download(reinterpret_cast<const uint16_t*>(L.in_norm), size_t(H));
+    const TensorView t = ck.get(p + "input_layernorm.weight");
+    EXPECT_EQ(0, std::memcmp(t.data, in_norm.data(), size_t(H) * 2));
   }
+}
+
+TEST(CudaWeights, Fp8CheckpointCodesAndScalesLoadAsTheyAre) {
+  const fs::path dir = write_model(true);
+  const ModelConfig c = load_config(dir);
+  ASSERT_TRUE(c.fp8.has_value());
+  const CudaWeights w = CudaWeights::from_checkpoint(dir.string(), c, false, true);
+  ASSERT_TRUE(w.fp8);
+  check_layers(dir, c, w);
   fs::remove_all(dir);
 }
 
@@ -123,23 +132,7 @@ TEST(CudaWeights, Fp8CheckpointStaysIntactInARunner) {
   auto r = make_cuda_runner(dir.string(), o);
   auto check_all = [&](const char* when) {
     SCOPED_TRACE(when);
-    const CudaWeights& w = cuda_runner_weights(*r);
-    Checkpoint ck(dir);
-    const int64_t H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
-    for (int l = 0; l < c.num_hidden_layers; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".";
-      const auto& L = w.layers[size_t(l)];
-      check_product(ck, L.qkv8,
-                    {{p + "self_attn.q_proj", Q}, {p + "self_attn.k_proj", KV},
-                     {p + "self_attn.v_proj", KV}},
-                    H);
-      check_product(ck, L.o8, {{p + "self_attn.o_proj", H}}, Q);
-      check_product(ck, L.gate_up8, {{p + "mlp.gate_proj", I}, {p + "mlp.up_proj", I}}, H);
-      check_product(ck, L.down8, {{p + "mlp.down_proj", H}}, I);
-      const auto in_norm = download(reinterpret_cast<const uint16_t*>(L.in_norm), size_t(H));
-      const TensorView t = ck.get(p + "input_layernorm.weight");
-      EXPECT_EQ(0, std::memcmp(t.data, in_norm.data(), size_t(H) * 2)) << "in_norm " << l;
-    }
+    check_layers(dir, c, cuda_runner_weights(*r));
   };
   check_all("after loading");
   // A prefill of 37 tokens, then decode steps.
