@@ -331,12 +331,13 @@ class Bench {
     const double gib = double(1ull << 30);
     if (o_.json) {
       std::string s = fmt::format(
-          "{{\"model\":\"{}\",\"device\":\"{}\",\"version\":\"{}\",\"weights_gib\":{:.3f},"
+          "{{\"model\":\"{}\",\"device\":\"{}\",\"version\":\"{}\",\"weights\":\"{}\","
+          "\"weights_gib\":{:.3f},"
           "\"step_weight_bytes\":{},\"graphs\":{},\"gemv_max_tokens\":{},\"host_logits\":{},"
           "\"ceilings\":{{\"hbm_bytes_per_s\":{},\"bf16_flops_per_s\":{}}},\"results\":[",
-          o_.model, stats_.device_name, TANDEM_VERSION, stats_.weight_bytes / gib,
-          stats_.step_weight_bytes, !o_.no_graphs, o_.gemv_max_tokens, o_.host_logits,
-          o_.bw_ceiling, o_.flops_ceiling);
+          o_.model, stats_.device_name, TANDEM_VERSION, stats_.fp8_weights ? "fp8" : "bf16",
+          stats_.weight_bytes / gib, stats_.step_weight_bytes, !o_.no_graphs, o_.gemv_max_tokens,
+          o_.host_logits, o_.bw_ceiling, o_.flops_ceiling);
       for (size_t i = 0; i < rows_.size(); ++i) {
         const Row& r = rows_[i];
         s += fmt::format(
