@@ -329,18 +329,7 @@ TEST(CpuRunnerFp8, BrokenCheckpointsAreClearErrors) {
 TEST(CpuRunnerFp8, MemoryCheckCountsDequantizedWeights) {
   const fs::path d = scratch("fp8-32b");
   fs::create_directories(d);
-  json c = {{"architectures", {"Qwen3ForCausalLM"}},
-            {"model_type", "qwen3"},
-            {"hidden_size", 5120},
-            {"intermediate_size", 25600},
-            {"num_hidden_layers", 64},
-            {"num_attention_heads", 64},
-            {"num_key_value_heads", 8},
-            {"head_dim", 128},
-            {"vocab_size", 151936},
-            {"max_position_embeddings", 40960},
-            {"tie_word_embeddings", false},
-            {"torch_dtype", "bfloat16"}};
+  json c = modeltest::qwen3_32b_config();
   const double H = 5120, I = 25600, L = 64, Q = 64 * 128, KV = 8 * 128, V = 151936, D = 128;
   const double linear = L * (2 * H * Q + 2 * H * KV + 3 * H * I);
   const double other = 2 * V * H + L * (2 * H + 2 * D) + H;

@@ -16,18 +16,7 @@ TEST(CpuRunner, RefusesAModelLargerThanMemoryBeforeLoading) {
   fs::path d = fs::temp_directory_path() / ("tandem_big_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
-  nlohmann::json c = {{"architectures", {"Qwen3ForCausalLM"}},
-                      {"model_type", "qwen3"},
-                      {"hidden_size", 5120},
-                      {"intermediate_size", 25600},
-                      {"num_hidden_layers", 64},
-                      {"num_attention_heads", 64},
-                      {"num_key_value_heads", 8},
-                      {"head_dim", 128},
-                      {"vocab_size", 151936},
-                      {"max_position_embeddings", 40960},
-                      {"torch_dtype", "bfloat16"}};
-  write_file(d / "config.json", c.dump());
+  write_file(d / "config.json", modeltest::qwen3_32b_config().dump());
   model::CpuRunnerOptions opt;
   opt.memory_limit_bytes = uint64_t(16) << 30;
   try {

@@ -12,6 +12,21 @@ namespace fs = std::filesystem;
 
 namespace tandem::modeltest {
 
+nlohmann::json qwen3_32b_config() {
+  return {{"architectures", {"Qwen3ForCausalLM"}},
+          {"model_type", "qwen3"},
+          {"hidden_size", 5120},
+          {"intermediate_size", 25600},
+          {"num_hidden_layers", 64},
+          {"num_attention_heads", 64},
+          {"num_key_value_heads", 8},
+          {"head_dim", 128},
+          {"vocab_size", 151936},
+          {"max_position_embeddings", 40960},
+          {"tie_word_embeddings", false},
+          {"torch_dtype", "bfloat16"}};
+}
+
 fs::path test_model_dir(const std::string& preset) {
   fs::path dir = fs::path(TANDEM_BINARY_DIR) / "testdata" / (preset + "-seed0");
   if (fs::exists(dir / "model.safetensors")) return dir;

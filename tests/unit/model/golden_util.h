@@ -5,9 +5,15 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "model/runner.h"
 
 namespace tandem::modeltest {
+
+// A Qwen3-32B config.json (bf16, untied lm_head): memory checks refuse or pass it on its
+// numbers alone, with no weights written.
+nlohmann::json qwen3_32b_config();
 
 // The `preset` test model with seed 0, written once under the build folder. "tiny-fp8" and
 // "small-fp8" are those presets with FP8 linear weights (TestModelSpec::fp8).
