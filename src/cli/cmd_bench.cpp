@@ -86,6 +86,7 @@ int run_engine_mode(const Opts& o) {
     int maxc = *std::max_element(o.concurrency.begin(), o.concurrency.end());
     ro.num_blocks = (longest + 15) / 16 * std::max(maxc, 4) + 16;
     ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
+    ro.weight_dtype = tandem::model::parse_weight_dtype(o.quantization);
     runner = tandem::model::make_cpu_runner(o.model, ro);
   } else {
     tandem::model::CudaRunnerOptions ro;

@@ -102,6 +102,15 @@ WeightRef CpuRunner::linear(const std::string& name, int64_t n, int64_t k) {
 
 CpuRunner::CpuRunner(const fs::path& dir, const CpuRunnerOptions& opt) {
   cfg_ = load_config(dir);
+  if (opt.weight_dtype == WeightDtype::kFp8 && !cfg_.fp8)
+    fail(ErrorKind::kUnsupported,
+         "{}: quantizing bf16 weights to FP8 (--quantization fp8) needs the CUDA backend; the "
+         "CPU backend runs a checkpoint's own weights",
+         dir.string());
+  if (opt.weight_dtype == WeightDtype::kBf16 && cfg_.fp8)
+    fail(ErrorKind::kUnsupported,
+         "{} is an FP8 checkpoint; it runs with FP8 weights (quantization auto or fp8), not bf16",
+         dir.string());
   if (opt.block_size != 16 && opt.block_size != 32)
     fail(ErrorKind::kInvalidArgument, "KV block size {} is not supported (supported: 16, 32)",
          opt.block_size);

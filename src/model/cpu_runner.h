@@ -19,6 +19,10 @@ struct CpuRunnerOptions {
   // kFp8: the cache holds what an FP8 cache reads back (as floats: the same memory), so the
   // reference shows that format's effect on the logits.
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;
+  // The CPU runs a checkpoint's own weights (an FP8 one dequantized to fp32): kAuto, or the
+  // checkpoint's format named; quantizing bf16 weights (kFp8) or running an FP8 checkpoint
+  // as bf16 is refused.
+  WeightDtype weight_dtype = WeightDtype::kAuto;
   int num_blocks = 0;     // 0 = enough for max_model_len of 4 sequences (capped by memory)
   int threads = 0;        // 0 = all cores
   int max_model_len = 0;  // 0 = config's max_position_embeddings

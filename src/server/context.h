@@ -34,6 +34,8 @@ struct ModelInfo {
   std::string backend;             // "cpu" or "cuda"
   std::optional<model::ModelConfig> config;
   uint64_t size_bytes = 0;  // weights on disk (0 for synthetic)
+  // The products' weights as served (Ollama's details.quantization_level): "BF16" or "FP8".
+  std::string quantization_level = "BF16";
   std::chrono::system_clock::time_point loaded_at = std::chrono::system_clock::now();
 };
 

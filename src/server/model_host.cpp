@@ -64,6 +64,7 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
     try {
       runner = model::make_cuda_runner(opt.model, co);
       backend = "cuda";
+      if (model::cuda_runner_stats(*runner).fp8_weights) ctx.model.quantization_level = "FP8";
     } catch (const Error& e) {
       if (backend == "cuda" || synthetic) throw;
       spdlog::info("CUDA backend unavailable ({}); using the CPU backend", e.what());
@@ -76,12 +77,14 @@ std::unique_ptr<ModelHost> load_model_host(const ModelHostOptions& opt) {
     model::CpuRunnerOptions co;
     co.threads = opt.threads;
     co.kv_cache_dtype = model::parse_kv_cache_dtype(opt.kv_cache_dtype);
+    co.weight_dtype = model::parse_weight_dtype(opt.quantization);
     // The CPU backend sizes its KV cache for max_model_len; keep it modest by default.
     co.max_model_len = opt.max_model_len > 0
                            ? opt.max_model_len
                            : std::min(ctx.model.config->max_position_embeddings, 8192);
     runner = model::make_cpu_runner(opt.model, co);
     backend = "cpu";
+    if (ctx.model.config && ctx.model.config->fp8) ctx.model.quantization_level = "FP8";
   }
   ctx.model.backend = backend;
 

@@ -152,11 +152,10 @@ void Router::finish_body(HttpResponse& r) {
 
 json Router::details() const {
   std::string params = "unknown";
-  std::string quant = "BF16";
+  const std::string& quant = ctx_.model.quantization_level;
   if (ctx_.model.config) {
     double n = double(ctx_.model.config->num_params());
     params = n >= 1e9 ? fmt::format("{:.1f}B", n / 1e9) : fmt::format("{:.1f}M", n / 1e6);
-    if (ctx_.model.config->fp8) quant = "FP8";
   }
   return json{{"parent_model", ""},       {"format", "safetensors"},
               {"family", "qwen3"},        {"families", json::array({"qwen3"})},

@@ -28,4 +28,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 ls -a "$tmp" | grep -q partial && { fails=$((fails+1)); echo "FAIL: a partial folder was left behind"; }
 expect serve-needs-model nonzero "model" -- "$T" serve
+expect serve-cpu-quantize nonzero "needs the CUDA backend" -- "$T" serve --model "$tmp/m1" --backend cpu --quantization fp8 --port 0
+expect bench-cpu-quantize nonzero "needs the CUDA backend" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1 --quantization fp8
 finish

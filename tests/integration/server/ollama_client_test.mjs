@@ -21,6 +21,7 @@ await check('show', async () => {
   assert(r.model_info['general.architecture'] === 'qwen3', 'architecture');
   assert(r.capabilities.includes('thinking') && r.capabilities.includes('tools'), 'capabilities');
   assert(r.template.includes('<|im_start|>'), 'template');
+  assert(r.details.quantization_level === 'BF16', 'quantization_level');
 });
 
 await check('ps and version', async () => {

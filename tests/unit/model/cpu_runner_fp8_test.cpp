@@ -361,3 +361,29 @@ TEST(CpuRunnerFp8, MemoryCheckCountsDequantizedWeights) {
   }
   fs::remove_all(d.parent_path());
 }
+
+// The CPU runs a checkpoint's own weights: it refuses to quantize bf16 ones, or to run an FP8
+// checkpoint as bf16, with the reason; naming the checkpoint's own format is fine.
+TEST(CpuRunnerFp8, WeightDtypeMustBeTheCheckpointsOwn) {
+  model::CpuRunnerOptions opt;
+  opt.num_blocks = 8;
+  opt.max_model_len = 64;
+  opt.weight_dtype = model::WeightDtype::kFp8;
+  try {
+    model::make_cpu_runner(modeltest::test_model_dir("tiny"), opt);
+    FAIL() << "bf16 weights quantized on the CPU";
+  } catch (const Error& e) {
+    EXPECT_EQ(int(e.kind()), int(ErrorKind::kUnsupported));
+    EXPECT_NE(std::string(e.what()).find("CUDA backend"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(model::make_cpu_runner(modeltest::test_model_dir("tiny-fp8"), opt));
+  opt.weight_dtype = model::WeightDtype::kBf16;
+  try {
+    model::make_cpu_runner(modeltest::test_model_dir("tiny-fp8"), opt);
+    FAIL() << "an FP8 checkpoint ran as bf16";
+  } catch (const Error& e) {
+    EXPECT_EQ(int(e.kind()), int(ErrorKind::kUnsupported));
+    EXPECT_NE(std::string(e.what()).find("FP8 checkpoint"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(model::make_cpu_runner(modeltest::test_model_dir("tiny"), opt));
+}

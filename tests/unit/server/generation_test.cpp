@@ -351,3 +351,22 @@ TEST(Router, FullQueueIs429AndNothingIsSubmitted) {
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(h.fake.submitted.size(), 1u);
 }
+
+// Ollama's model details name the weights as served (ModelInfo::quantization_level, which
+// the model host sets from the runner), in /api/show, /api/tags and /api/ps alike.
+TEST(Generation, OllamaDetailsNameTheServedWeights) {
+  Harness h([](const engine::Request&) { return std::vector<engine::TokenId>{}; });
+  for (const char* level : {"BF16", "FP8"}) {
+    h.ctx.model.quantization_level = level;
+    Router router(h.ctx);
+    const HttpResponse show = router.handle({"POST", "/api/show", R"({"model":"tiny"})"}, [] {});
+    ASSERT_EQ(show.status, 200) << show.body;
+    EXPECT_EQ(nlohmann::json::parse(show.body)["details"]["quantization_level"], level);
+    for (const char* route : {"/api/tags", "/api/ps"}) {
+      const HttpResponse r = router.handle({"GET", route, ""}, [] {});
+      ASSERT_EQ(r.status, 200) << route << " " << r.body;
+      EXPECT_EQ(nlohmann::json::parse(r.body)["models"][0]["details"]["quantization_level"], level)
+          << route;
+    }
+  }
+}
