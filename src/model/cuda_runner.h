@@ -31,7 +31,7 @@ struct CudaRunnerOptions {
   // (H200: the GEMV beats cuBLASLt at 1 row, cuBLASLt wins from 2 rows.)
   int gemv_max_tokens = 1;
   // FP8 weights: rows up to which the weight-only FP8 GEMV runs (bf16 rows, no row
-  // quantization); -1: Fp8Gemm's default (2).
+  // quantization); -1: Fp8Gemm's default (8).
   int fp8_gemv_max_tokens = -1;
   // The smallest gate/up weight the skinny GEMM takes, in bytes (-1: the library default,
   // Gemm::set_skinny_min_bytes; tests set 0 so that small models use it too).

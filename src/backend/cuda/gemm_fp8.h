@@ -83,7 +83,7 @@ class Fp8Gemm {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   int max_rows_ = 0, max_k_ = 0;
-  int gemv_max_ = 2;
+  int gemv_max_ = 8;
   uint8_t* xq_ = nullptr;   // [max_rows, max_k] codes
   float* xs_ = nullptr;     // [ceil(max_k / 128), max_rows] scales
   __nv_bfloat16* h_ = nullptr;  // [kGemvFp8MaxTokens, max_k] normalised rows for the GEMV

@@ -142,48 +142,71 @@ void check(Rng& rng, const Fp8Weights& w, int T, int N, int ldx, int ldy, bool s
 // Plain products for every row count: N not a multiple of 128 (a partial row block) nor of
 // the 8 warps of a thread block, K of one block, of whole blocks and of a partial last block
 // (656 = 5 * 128 + 16), row strides past K and N, scale strides past ceil(K / 128).
+// Both forms: the CUDA-core one (kernel 0) at 1-8 rows, the tensor-core one (kernel 1) at
+// 1-16 (its 9-16 take two 8-row groups).
+constexpr int kCoreRows = 8;
+int max_rows(int kernel) {
+  return kernel == 0 ? kCoreRows : kGemvFp8MaxTokens;
+}
+struct ForceKernel {  // the form for the calls in its scope
+  explicit ForceKernel(int k) { gemv_fp8_force_kernel(k); }
+  ~ForceKernel() { gemv_fp8_force_kernel(-1); }
+};
+
 TEST(GemvFp8, MatchesCpuForEveryRowCount) {
   Rng rng(test_seed() + 61);
   struct Shape {
     int N, K, lds_pad;
   };
-  for (Shape sh :
-       {Shape{300, 128, 0}, Shape{300, 640, 3}, Shape{1000, 656, 2}, Shape{1000, 2176, 1}}) {
-    const auto w = make_weights(rng, sh.N, sh.K, int(fp8_blocks(sh.K)) + sh.lds_pad);
-    for (int T = 1; T <= kGemvFp8MaxTokens; ++T)
-      check(rng, w, T, sh.N, sh.K + 24, sh.N + 5, false, false);
+  for (int kernel : {0, 1}) {
+    ForceKernel fk(kernel);
+    for (Shape sh :
+         {Shape{300, 128, 0}, Shape{300, 640, 3}, Shape{1000, 656, 2}, Shape{1000, 2176, 1}}) {
+      const auto w = make_weights(rng, sh.N, sh.K, int(fp8_blocks(sh.K)) + sh.lds_pad);
+      for (int T = 1; T <= max_rows(kernel); ++T)
+        check(rng, w, T, sh.N, sh.K + 24, sh.N + 5, false, false);
+    }
+    // One 16-code chunk per row (31 of 32 lanes idle), fewer columns than warps in a block
+    // (and than a tensor-core block's 16).
+    const auto tiny = make_weights(rng, 5, 16, 1);
+    for (int T : {1, 8}) check(rng, tiny, T, 5, 16, 5, false, false);
+    const auto one = make_weights(rng, 1, 2048, 16);
+    check(rng, one, 3, 1, 2056, 1, false, false);
   }
-  // One 16-code chunk per row (31 of 32 lanes idle), fewer columns than warps in a block.
-  const auto tiny = make_weights(rng, 5, 16, 1);
-  for (int T : {1, 8}) check(rng, tiny, T, 5, 16, 5, false, false);
-  const auto one = make_weights(rng, 1, 2048, 16);
-  check(rng, one, 3, 1, 2056, 1, false, false);
 }
 
 // Y = bf16(X Wd^T + Y) from random Y (the residual add of the o and down products).
 TEST(GemvFp8, AccumulateMatchesCpu) {
   Rng rng(test_seed() + 62);
-  const auto w = make_weights(rng, 300, 2176, int(fp8_scale_stride(2176)));
-  for (int T = 1; T <= kGemvFp8MaxTokens; ++T) check(rng, w, T, 300, 2184, 307, false, true);
-  const auto w2 = make_weights(rng, 1000, 656, int(fp8_blocks(656)));
-  for (int T : {1, 4, 8}) check(rng, w2, T, 1000, 656, 1000, false, true);
+  for (int kernel : {0, 1}) {
+    ForceKernel fk(kernel);
+    const auto w = make_weights(rng, 300, 2176, int(fp8_scale_stride(2176)));
+    for (int T = 1; T <= max_rows(kernel); ++T) check(rng, w, T, 300, 2184, 307, false, true);
+    const auto w2 = make_weights(rng, 1000, 656, int(fp8_blocks(656)));
+    for (int T : {1, 4, 8}) check(rng, w2, T, 1000, 656, 1000, false, true);
+  }
 }
 
 // The fused gate/up form: N = 200, so the scale row block 1 (rows 128..255) holds gate rows
 // 128..199 and up rows 200..255 (the up row N + n takes the scale of row (N + n) / 128).
 TEST(GemvFp8, SwigluMatchesCpu) {
   Rng rng(test_seed() + 63);
-  for (int K : {656, 2176}) {
-    const auto w = make_weights(rng, 400, K, int(fp8_scale_stride(K)));
-    for (int T = 1; T <= kGemvFp8MaxTokens; ++T) check(rng, w, T, 200, K + 8, 203, true, false);
+  for (int kernel : {0, 1}) {
+    ForceKernel fk(kernel);
+    for (int K : {656, 2176}) {
+      const auto w = make_weights(rng, 400, K, int(fp8_scale_stride(K)));
+      for (int T = 1; T <= max_rows(kernel); ++T) check(rng, w, T, 200, K + 8, 203, true, false);
+    }
+    // N = 77: a tensor-core block's 16 up rows straddle the scale blocks' boundary at 128.
+    const auto w = make_weights(rng, 2 * 77, 128, 1);
+    check(rng, w, 2, 77, 128, 77, true, false);
   }
-  const auto w = make_weights(rng, 2 * 77, 128, 1);
-  check(rng, w, 2, 77, 128, 77, true, false);
 }
 
 // Both depths of weight loads in flight give the same bits.
 TEST(GemvFp8, LoadDepthsAgree) {
   Rng rng(test_seed() + 64);
+  ForceKernel fk(0);
   const int N = 300, K = 2176, lds = int(fp8_scale_stride(K));
   const auto w = make_weights(rng, 2 * N, K, lds);
   Dev<uint8_t> dq(w.q);
@@ -206,7 +229,7 @@ TEST(GemvFp8, LoadDepthsAgree) {
 
 TEST(GemvFp8, RejectsBadArguments) {
   const int N = 64, K = 256, lds = 2;
-  Dev<bf16_t> x(size_t(9) * K), y(size_t(9) * N);
+  Dev<bf16_t> x(size_t(17) * K), y(size_t(17) * N);
   Dev<uint8_t> q(size_t(N) * K + 16);
   Dev<float> s{size_t(lds)};
   auto call = [&](int T, int k, int ldx, int ld_s, const uint8_t* wq, bool swiglu,
@@ -215,20 +238,22 @@ TEST(GemvFp8, RejectsBadArguments) {
              accumulate);
   };
   EXPECT_NO_THROW(call(8, K, K, lds, q.get(), false, false));
+  EXPECT_NO_THROW(call(16, K, K, lds, q.get(), false, false));
   EXPECT_NO_THROW(TANDEM_CUDA_CHECK(cudaDeviceSynchronize()));
   EXPECT_THROW(call(0, K, K, lds, q.get(), false, false), std::exception);      // T
-  EXPECT_THROW(call(9, K, K, lds, q.get(), false, false), std::exception);      // T
+  EXPECT_THROW(call(17, K, K, lds, q.get(), false, false), std::exception);     // T
   EXPECT_THROW(call(1, 40, K, lds, q.get(), false, false), std::exception);     // K % 16
   EXPECT_THROW(call(2, K, K + 4, lds, q.get(), false, false), std::exception);  // ldx % 8
   EXPECT_THROW(call(1, K, K, 1, q.get(), false, false), std::exception);        // lds
   EXPECT_THROW(call(1, K, K, lds, q.get() + 8, false, false), std::exception);  // alignment
   EXPECT_THROW(call(1, K, K, lds, q.get(), true, true), std::exception);  // SwiGLU + accumulate
   EXPECT_THROW(gemv_fp8_force_unroll(3), std::exception);
+  EXPECT_THROW(gemv_fp8_force_kernel(2), std::exception);
 }
 
-// Qwen3-14B's decode products at 1 to 8 rows: microseconds per call and the rate the weights
-// stream at (codes + scales), at 2 and 4 loads in flight per lane, beside the bf16 GEMV over
-// the same shape. Weights rotate over copies worth >= 256 MB, so none stays in L2. Calls run
+// Qwen3-14B's decode products at 1 to 16 rows: microseconds per call and the rate the
+// weights stream at (codes + scales), tensor-core and CUDA-core forms (to 8 rows), beside the
+// bf16 GEMV over the same shape (to 8 rows). Weights rotate over copies worth >= 256 MB, so none stays in L2. Calls run
 // back to back: both GEMVs load nothing before their grid dependency wait, so a call's early
 // start (PDL) overlaps only the previous one's tail with its launch, as between the
 // kernels of a decode step.
@@ -268,7 +293,7 @@ TEST(GemvFp8, Timing) {
       ws.push_back(std::make_unique<Dev<bf16_t>>(q.size()));
       fill_random(ws.back()->get(), q.size(), 71 + c, 0.0f, 0.02f, nullptr);
     }
-    for (int T : {1, 2, 4, 8}) {
+    for (int T : {1, 2, 4, 8, 16}) {
       auto x = random_bf16(rng, size_t(T) * sh.K);
       Dev<bf16_t> dx(x), dy(size_t(T) * sh.N);
       int rep = 0;
@@ -277,24 +302,27 @@ TEST(GemvFp8, Timing) {
         gemv_fp8(dx.get(), sh.K, qs[c]->get(), ss[c]->get(), lds, dy.get(), sh.N, T, sh.N, sh.K,
                  nullptr, sh.swiglu);
       };
-      double us[2];
-      for (int i = 0; i < 2; ++i) {
-        gemv_fp8_force_unroll(i ? 4 : 2);
-        us[i] = time_us(fp8_call, 50);
+      double tc = 0, core = 0, bf16 = 0;
+      {
+        ForceKernel fk(1);
+        tc = time_us(fp8_call, 50);
       }
-      gemv_fp8_force_unroll(0);
-      const double us_bf16 = time_us(
-          [&] {
-            gemv(dx.get(), sh.K, ws[size_t(++rep) % ws.size()]->get(), dy.get(), sh.N, T, sh.N,
-                 sh.K, nullptr, sh.swiglu);
-          },
-          50);
-      const double best = std::min(us[0], us[1]);
+      if (T <= kCoreRows) {
+        ForceKernel fk(0);
+        core = time_us(fp8_call, 50);
+        bf16 = time_us(
+            [&] {
+              gemv(dx.get(), sh.K, ws[size_t(++rep) % ws.size()]->get(), dy.get(), sh.N, T, sh.N,
+                   sh.K, nullptr, sh.swiglu);
+            },
+            50);
+      }
+      const double best = tc;
       std::printf(
-          "[ perf ] gemv_fp8 %s T=%d (%d x %d%s): 2 loads %.1f us %.2f TB/s, 4 loads %.1f us "
-          "%.2f TB/s; bf16 gemv %.1f us %.2f TB/s (%.2fx the fp8 best)\n",
-          sh.name, T, rows, sh.K, sh.swiglu ? ", SwiGLU" : "", us[0], fp8_bytes / us[0] * 1e-6,
-          us[1], fp8_bytes / us[1] * 1e-6, us_bf16, bf16_bytes / us_bf16 * 1e-6, us_bf16 / best);
+          "[ perf ] gemv_fp8 %s T=%d (%d x %d%s): tensor cores %.1f us %.2f TB/s, CUDA cores "
+          "%.1f us %.2f TB/s; bf16 gemv %.1f us %.2f TB/s\n",
+          sh.name, T, rows, sh.K, sh.swiglu ? ", SwiGLU" : "", tc, fp8_bytes / tc * 1e-6, core,
+          core > 0 ? fp8_bytes / core * 1e-6 : 0.0, bf16, bf16 > 0 ? bf16_bytes / bf16 * 1e-6 : 0.0);
       EXPECT_GT(best, 0.0);
     }
   }

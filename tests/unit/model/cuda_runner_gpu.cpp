@@ -245,7 +245,7 @@ TEST(CudaRunner, SmallFp8CacheMatchesCpuRunner) {
 }
 
 // FP8 weights (Hopper): the CUDA runner reads the checkpoint's codes and scales and runs
-// its products on FP8 rows (quantized per 128 values) from 3 rows, bf16 rows in the GEMV
+// its products on FP8 rows (quantized per 128 values) from 9 rows, bf16 rows in the GEMV
 // below; the CPU dequantizes the same codes and keeps fp32 rows. Quantizing the rows moves
 // each product by a few percent, and the random test model amplifies that into the logits,
 // so those variants get a loose bound; the GEMV-only variant has bf16's.
