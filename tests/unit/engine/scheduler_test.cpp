@@ -300,3 +300,54 @@ TEST(Scheduler, PrefillTakesTheBudgetWhenItsTargetIsDue) {
 
 }  // namespace
 }  // namespace tandem::engine::testing
+
+namespace tandem::engine::testing {
+namespace {
+
+// Where the decodes alone fill the knee (18 decodes, knee 16), a prompt that arrives takes,
+// with spread_prefill, what its TTFT target needs per step, at least a knee's worth (16
+// tokens, one block), so the decodes keep their pace; with its target due, or without
+// spread_prefill, it takes the whole budget at once.
+std::vector<std::string> long_prompt_chunks(double ttft_target_ms, bool spread) {
+  EngineOptions opt = test_options(32, 256);
+  opt.decode_step_tokens = 16;
+  opt.ttft_target_ms = ttft_target_ms;
+  opt.spread_prefill = spread;
+  Harness h(kVocab, 16, 96, opt);
+  std::vector<Request> shorts;
+  std::vector<std::shared_ptr<RequestHandle>> hs;
+  for (int i = 0; i < 18; ++i) {
+    shorts.push_back(greedy_request(make_prompt(1 + i, 3, 40 + i, kVocab), 12));
+    hs.push_back(h.submit(shorts.back()));
+  }
+  h.step();  // the 18 prompts, no decodes yet
+  Request b = greedy_request(make_prompt(99, 70, 77, kVocab), 2);
+  auto hb = h.submit(b);
+  std::vector<std::string> chunks;  // the long prompt's entry in each step that has one
+  while (h.core.has_work()) {
+    int decodes = 0;
+    for (const std::string& e : h.step()) {
+      if (e.rfind("99@", 0) == 0) chunks.push_back(e);
+      if (e.size() > 2 && e.compare(e.size() - 2, 2, "+1") == 0) ++decodes;
+    }
+    if (!chunks.empty() && chunks.size() < 5) {
+      EXPECT_GE(decodes, 16) << "decodes kept running";
+    }
+  }
+  for (size_t i = 0; i < shorts.size(); ++i) expect_reference(*hs[i], shorts[i]);
+  expect_reference(*hb, b);
+  EXPECT_EQ(h.core.block_manager().num_used(), 0);
+  return chunks;
+}
+
+TEST(Scheduler, SpreadPrefillSpreadsPromptsWhereDecodesFillTheKnee) {
+  const std::vector<std::string> spread = {"99@0+16", "99@16+16", "99@32+16", "99@48+16",
+                                           "99@64+6", "99@70+1"};
+  EXPECT_EQ(long_prompt_chunks(1e9, true), spread);
+  const std::vector<std::string> whole = {"99@0+70", "99@70+1"};
+  EXPECT_EQ(long_prompt_chunks(0.0, true), whole);
+  EXPECT_EQ(long_prompt_chunks(1e9, false), whole);
+}
+
+}  // namespace
+}  // namespace tandem::engine::testing
