@@ -145,6 +145,17 @@ __global__ void __launch_bounds__(kThreads)
 constexpr int kTcWarps = 8;
 constexpr int kTcRows = 16;  // output columns a block
 
+// C fragments (4 floats a lane) of R matrices x NT row groups, zeroed.
+template <int R, int NT>
+__device__ __forceinline__ void zero_fragments(float (&c)[R][NT][4]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) c[r][j][i] = 0.0f;
+}
+
 // Two bf16 values to fp16 (rounded; X is a product's input, in fp16 range).
 __device__ __forceinline__ uint32_t bf16x2_to_f16x2(uint32_t b) {
   const float2 f = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&b));
@@ -183,12 +194,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
     xr[j] = X + size_t(vx[j] ? 8 * j + g : 0) * ldx;
   }
   float acc[R][NT][4];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[r][j][i] = 0.0f;
+  zero_fragments(acc);
 
   grid_dependency_wait();  // X is the previous kernel's output
   const int KB = (K + 127) / 128;
@@ -218,12 +224,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
       scb[r] = vb ? __ldg(sb[r] + kb) : 0.0f;
     }
     float blk[R][NT][4];
-#pragma unroll
-    for (int r = 0; r < R; ++r)
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) blk[r][j][i] = 0.0f;
+    zero_fragments(blk);
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
