@@ -210,7 +210,7 @@ int current_sms() {
 
 }  // namespace
 
-DecodeMma pick_decode_mma(int items, int splits, int num_sms) {
+DecodeMma pick_decode_mma(int items, int splits, int num_sms, bool fp8) {
   const int blocks = items * splits;
   // Fraction of the slots the grid's waves fill (slots: blocks resident at once).
   auto fill = [&](int slots) {
@@ -223,6 +223,15 @@ DecodeMma pick_decode_mma(int items, int splits, int num_sms) {
   // they are not (96 sequences: 1.45 narrow waves, -2.4%). Split grids (batches of 2-32,
   // splits of at most a few 64-key tiles) lost 0.5-3.5% narrow or were even, and a grid that
   // fits one wide wave keeps the wide shape's extra warps.
+  //
+  // FP8 (DecodeAttentionTiming, contexts of 528): wide wherever one wide wave holds the grid
+  // (batch 1 and 8: 6.2 / 15.9 us against 7.0 / 22.4 narrow), otherwise the shape whose waves
+  // fill better, split or not: batch 32 (2 splits) and 64 narrow (29.2 / 33.3 us against
+  // 32.6 / 41.6), 96, 128 and 256 wide (48.1 / 65.7 / 117.7 against 57.7 / 66.2 / 122.3).
+  if (fp8) {
+    if (blocks <= 3 * num_sms) return DecodeMma::kWide;
+    return fill(5 * num_sms) > fill(3 * num_sms) ? DecodeMma::kNarrow : DecodeMma::kWide;
+  }
   if (splits > 1 || blocks <= 2 * num_sms) return DecodeMma::kWide;
   return fill(4 * num_sms) >= fill(2 * num_sms) - 0.05 ? DecodeMma::kNarrow : DecodeMma::kWide;
 }
@@ -255,7 +264,7 @@ void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, in
     const DecodeMma shape = g_kernel == DecodeKernel::kNarrow ? DecodeMma::kNarrow
                             : g_kernel == DecodeKernel::kWide
                                 ? DecodeMma::kWide
-                                : pick_decode_mma(S * Hkv, splits, current_sms());
+                                : pick_decode_mma(S * Hkv, splits, current_sms(), kv.fp8());
     decode_attention_mma(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2,
                          splits, part_o, part_ml, counters, stream);
     return;

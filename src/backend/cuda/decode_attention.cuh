@@ -42,10 +42,12 @@ int decode_attention_splits(int S, int Hkv, int num_sms);
 enum class DecodeKernel { kAuto, kPortable, kWide, kNarrow };
 void set_decode_attention_kernel(DecodeKernel k);
 // The tensor-core kernel's two shapes (decode_attention_mma.cu): kWide 4 warps a block, 2
-// blocks an SM; kNarrow 2 warps, 4 blocks an SM. kAuto takes pick_decode_mma's choice for a
-// grid of `items` (sequences x KV heads) x `splits` blocks on `num_sms` multiprocessors.
+// blocks an SM; kNarrow 2 warps, 4 blocks an SM. Over an FP8 cache (fp8,
+// decode_attention_mma_f8.cu) wide runs 3 blocks an SM and narrow 5 (head_dim 128). kAuto
+// takes pick_decode_mma's choice for a grid of `items` (sequences x KV heads) x `splits`
+// blocks on `num_sms` multiprocessors.
 enum class DecodeMma { kWide, kNarrow };
-DecodeMma pick_decode_mma(int items, int splits, int num_sms);
+DecodeMma pick_decode_mma(int items, int splits, int num_sms, bool fp8 = false);
 
 // hd in {16, 32, 64, 128, 256}; Hq / Hkv <= 8. workspace: decode_attention_workspace floats,
 // zero-filled once after allocation (it holds split counters that every call leaves at zero).

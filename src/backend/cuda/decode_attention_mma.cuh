@@ -16,12 +16,12 @@ __host__ __device__ inline int decode_effective_splits(int ctx, int splits) {
 }
 
 // Log-sum-exp merge of NW warps' partial results for query head g (of at most 8 in a
-// group), output dim d: sm_m/sm_l [NW][8] running max (log2 domain) and sum, sm_o [NW][8][hd]
+// group), output dim d: sm_m/sm_l [NW][8] running max (log2 domain) and sum, sm_o [NW][8][ld]
 // unnormalised outputs. Gives the merged max M, sum L and output O.
 template <int NW>
 __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
                                                     const float (&sm_l)[NW][8],
-                                                    const float* sm_o, int hd, int g, int d,
+                                                    const float* sm_o, int ld, int g, int d,
                                                     float& M, float& L, float& O) {
   M = -1e30f;
 #pragma unroll
@@ -32,7 +32,7 @@ __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
   for (int w = 0; w < NW; ++w) {
     const float f = exp2f(sm_m[w][g] - M);
     L += sm_l[w][g] * f;
-    O += sm_o[(w * 8 + g) * hd + d] * f;
+    O += sm_o[(w * 8 + g) * ld + d] * f;
   }
 }
 
@@ -44,5 +44,12 @@ void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedK
                           bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
                           float scale_log2, int splits, float* part_o, float* part_ml,
                           int* counters, cudaStream_t stream);
+
+// The same over an FP8 cache (kv.fp8(); decode_attention_mma_f8.cu), which the call above
+// hands on to.
+void decode_attention_mma_f8(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv,
+                             bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
+                             float scale_log2, int splits, float* part_o, float* part_ml,
+                             int* counters, cudaStream_t stream);
 
 }  // namespace tandem::cuda

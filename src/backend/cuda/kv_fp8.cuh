@@ -2,8 +2,9 @@
 // FP8 KV cache on the device (internal: include from .cu files only). Each (token, KV head)
 // vector of hd values is stored as hd e4m3 bytes plus one fp32 scale s = amax / 448, the
 // rule of core/fp8.h (kv_fp8_quantize), which the host reference applies bit for bit.
-// Attention kernels stage the bytes and scales in shared memory and widen them to bf16,
-// bf16(q * s), before their bf16 tensor-core math.
+// Prefill attention stages the bytes and scales in shared memory and widens them to bf16,
+// bf16(q * s), before its bf16 tensor-core math; decode attention widens the codes to fp16
+// in registers and applies the scales to scores and probabilities.
 #include <cuda_fp8.h>
 
 #include "backend/cuda/common.cuh"
@@ -29,16 +30,6 @@ __device__ __forceinline__ uint32_t kv_fp8x2_to_f16x2(uint32_t codes) {
   return uint32_t(h.x) | (uint32_t(h.y) << 16);
 }
 
-// The same by integer operations (the ALU pipe, so a kernel can split its widening between
-// it and the conversion unit): each code's sign, exponent and mantissa bits moved into fp16
-// position without re-biasing, which gives exactly code * 2^-8 (e4m3 bias 7, fp16 bias 15;
-// subnormal codes land on fp16 subnormals or normals with the same factor). Finite codes
-// only (the cache never holds the NaN code).
-__device__ __forceinline__ uint32_t kv_fp8x2_to_f16x2_over256(uint32_t codes) {
-  const uint32_t a = __byte_perm(codes, 0u, 0x1404);  // c0, c1 to the high byte of each half
-  return (a & 0x80008000u) | ((a >> 1) & 0x3f803f80u);
-}
-
 __device__ __forceinline__ float2 f16x2_to_float2(uint32_t h) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
@@ -55,23 +46,6 @@ __device__ __forceinline__ uint4 kv_fp8x8_to_bf16(uint2 q, float s) {
   return make_uint4(
       kv_fp8x2_to_bf16x2(uint16_t(q.x), s), kv_fp8x2_to_bf16x2(uint16_t(q.x >> 16), s),
       kv_fp8x2_to_bf16x2(uint16_t(q.y), s), kv_fp8x2_to_bf16x2(uint16_t(q.y >> 16), s));
-}
-
-// 16 e4m3 codes to 16 fp16 values (two 16-byte words) through `pair` (one of the two above).
-template <class Pair>
-__device__ __forceinline__ void kv_fp8x16_widen(const uint4& q, uint4& lo, uint4& hi, Pair pair) {
-  lo = make_uint4(pair(q.x), pair(q.x >> 16), pair(q.y), pair(q.y >> 16));
-  hi = make_uint4(pair(q.z), pair(q.z >> 16), pair(q.w), pair(q.w >> 16));
-}
-
-// 16 codes to their exact fp16 values, unscaled: the decode kernel applies the scales to
-// scores and probabilities instead (one conversion a value pair).
-__device__ __forceinline__ void kv_fp8x16_to_f16(const uint4& q, uint4& lo, uint4& hi) {
-  kv_fp8x16_widen(q, lo, hi, [](uint32_t c) { return kv_fp8x2_to_f16x2(c); });
-}
-// 16 codes to fp16 code / 256, by integer operations.
-__device__ __forceinline__ void kv_fp8x16_to_f16_over256(const uint4& q, uint4& lo, uint4& hi) {
-  kv_fp8x16_widen(q, lo, hi, [](uint32_t c) { return kv_fp8x2_to_f16x2_over256(c); });
 }
 
 // 8 e4m3 codes (a uint2) to 8 floats bf16(q * s): the values the tensor-core kernels read.

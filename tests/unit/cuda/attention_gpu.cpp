@@ -1,6 +1,7 @@
 // Decode (split-K) and prefill (tensor-core, causal) attention over a paged KV cache with
 // shuffled block tables, against a double-precision CPU loop.
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
 
 #include "backend/cuda/decode_attention.cuh"
@@ -229,6 +230,18 @@ TEST(CudaKernels, DecodeAttentionShapeChoice) {
   EXPECT_EQ(pick(96), DecodeMma::kWide);     // 1.45 narrow waves
   EXPECT_EQ(pick(128), DecodeMma::kNarrow);  // 128, 256: full waves
   EXPECT_EQ(pick(256), DecodeMma::kNarrow);
+  // FP8 cache (3 wide or 5 narrow blocks an SM): wide while one wide wave holds the grid,
+  // then the better-filled waves.
+  auto pick8 = [](int S) {
+    return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132, true);
+  };
+  EXPECT_EQ(pick8(1), DecodeMma::kWide);     // 256 blocks: one wide wave
+  EXPECT_EQ(pick8(8), DecodeMma::kWide);     // 320 blocks
+  EXPECT_EQ(pick8(32), DecodeMma::kNarrow);  // 512 blocks (2 splits): 0.78 against 0.65
+  EXPECT_EQ(pick8(64), DecodeMma::kNarrow);  // 512 blocks
+  EXPECT_EQ(pick8(96), DecodeMma::kWide);    // 768: 0.97 against 0.58
+  EXPECT_EQ(pick8(128), DecodeMma::kWide);   // 1,024: 0.86 against 0.78
+  EXPECT_EQ(pick8(256), DecodeMma::kWide);   // 2,048: 0.86 against 0.78
 }
 
 struct PrefillDims {
@@ -238,12 +251,15 @@ struct PrefillDims {
 // Timing of decode attention at Qwen3-14B's heads (40 q, 8 KV, hd 128, 16-token blocks
 // scattered at random) for engine-sized batches, beside the rate a pure streaming reader
 // reaches on the same bytes (kv_read_probe). Two sequences are checked against the CPU.
+// TANDEM_TIMING_BATCH=S times that batch alone (for profiling one launch).
 TEST(CudaKernels, DecodeAttentionTiming) {
   Rng rng(test_seed() + 12);
   constexpr int Hq = 40, Hkv = 8, hd = 128, bs = 16;
-  for (int S : {32, 64, 96, 128, 256}) {
+  const char* only = std::getenv("TANDEM_TIMING_BATCH");
+  for (int S : {1, 8, 32, 64, 96, 128, 256}) {
+    if (only && S != std::atoi(only)) continue;
     for (bool spread : {false, true}) {
-      if (spread && S != 64 && S != 256) continue;
+      if (spread && (only || (S != 64 && S != 256))) continue;
       std::vector<int32_t> ctx(size_t(S), 528);
       if (spread)  // 400..655, as in a running engine
         for (int s = 0; s < S; ++s) ctx[size_t(s)] = 400 + (s * 37) % 256;
@@ -298,7 +314,7 @@ TEST(CudaKernels, DecodeAttentionTiming) {
                       t_probe, bytes / t_probe * 1e-6, t_probe / t_attn);
         }
       }
-      if (spread) {  // the same lengths in an FP8 cache: codes and a scale per vector
+      {  // the same lengths in an FP8 cache: codes and a scale per vector
         auto f8 = pc.to_fp8(rng);
         Dev<uint8_t> dkq(f8.kq), dvq(f8.vq);
         Dev<float> dks(f8.ks), dvs(f8.vs);
@@ -309,10 +325,10 @@ TEST(CudaKernels, DecodeAttentionTiming) {
         for (DecodeKernel k : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
           set_decode_attention_kernel(k);
           const double t8 = time_us(attend, 20);
-          std::printf("[ perf ] decode attention fp8 %s S=%d ctx 400-655: %.1f us, %.2f TB/s; "
+          std::printf("[ perf ] decode attention fp8 %s S=%d ctx %s: %.1f us, %.2f TB/s; "
                       "%.2fx the bf16 cache's time\n",
-                      k == DecodeKernel::kWide ? "wide" : "narrow", S, t8, bytes8 / t8 * 1e-6,
-                      t8 / t_auto[k == DecodeKernel::kNarrow]);
+                      k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528",
+                      t8, bytes8 / t8 * 1e-6, t8 / t_auto[k == DecodeKernel::kNarrow]);
         }
         kv = {dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), bs};
       }

@@ -1,0 +1,53 @@
+#pragma once
+// Which cache rows a thread of a tensor-core decode attention block copies (internal: include
+// from .cu files only). A block streams the keys [t0, t1) of one sequence in tiles of kTile
+// keys; each thread copies KPT of each tile's keys, kStep apart. A key's row needs its
+// block-table entry, a global load: fetched one tile ahead, so the copies of a tile never
+// wait for it (waiting there stalled each warp for an L2 round trip every tile).
+#include <cstdint>
+
+#include "backend/cuda/common.cuh"
+
+namespace tandem::cuda {
+
+template <int kTile, int kStep>
+struct DecodeKeyRows {
+  static constexpr int KPT = kTile / kStep;
+  static_assert(kTile % kStep == 0, "whole keys a thread");
+  const int32_t* bt;  // this sequence's block table
+  int t0, t1, bs, bs_shift, first;
+  bool pow2;
+  int32_t entry[KPT];  // block-table entries of this thread's keys in the fetched tile
+
+  __device__ __forceinline__ DecodeKeyRows(const int32_t* bt_, int t0_, int t1_, int bs_,
+                                           int first_) {
+    bt = bt_;
+    t0 = t0_;
+    t1 = t1_;
+    bs = bs_;
+    bs_shift = __ffs(bs_) - 1;
+    first = first_;
+    pow2 = (bs_ & (bs_ - 1)) == 0;
+  }
+
+  __device__ __forceinline__ int token(int j, int i) const { return t0 + j * kTile + first + i * kStep; }
+
+  // Loads the entries of tile j (nothing past t1).
+  __device__ __forceinline__ void fetch(int j) {
+#pragma unroll
+    for (int i = 0; i < KPT; ++i) {
+      const int tok = token(j, i);
+      entry[i] = tok < t1 ? __ldg(bt + (pow2 ? tok >> bs_shift : tok / bs)) : 0;
+    }
+  }
+
+  // Cache slot of key i of the fetched tile j, or -1 past t1. Block sizes are powers of two in
+  // practice: a shift and a mask there (a division a key cost more issue slots than the math).
+  __device__ __forceinline__ int slot(int j, int i) const {
+    const int tok = token(j, i);
+    if (tok >= t1) return -1;
+    return entry[i] * bs + (pow2 ? tok & (bs - 1) : tok % bs);
+  }
+};
+
+}  // namespace tandem::cuda
