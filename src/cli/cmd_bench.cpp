@@ -53,7 +53,6 @@ struct Opts {
   int max_num_batched_tokens = 8192, max_num_seqs = 256;
   int decode_step_tokens = -1;
   double ttft_target_ms = 300, ramp_ms = 0;
-  bool spread_prefill = false;
   std::string backend = "cuda";
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = 0;
@@ -73,7 +72,6 @@ int run_engine_mode(const Opts& o) {
   eo.engine.max_num_seqs = o.max_num_seqs;
   eo.engine.decode_step_tokens = o.decode_step_tokens;
   eo.engine.ttft_target_ms = o.ttft_target_ms;
-  eo.engine.spread_prefill = o.spread_prefill;
   eo.ramp_ms = o.ramp_ms;
   eo.temperature = o.temperature;
   eo.top_p = o.top_p;
@@ -111,9 +109,8 @@ int run_engine_mode(const Opts& o) {
   fmt::print("scheduling: {} tokens per step at most; {}; clients start {}\n",
              o.max_num_batched_tokens,
              knee > 0 ? fmt::format("decode steps carry prefill up to {} tokens while prompts "
-                                    "meet a {} ms TTFT target{}",
-                                    knee, o.ttft_target_ms,
-                                    o.spread_prefill ? ", else what the target needs" : "")
+                                    "meet a {} ms TTFT target",
+                                    knee, o.ttft_target_ms)
                       : std::string("prefill always fills the budget"),
              o.ramp_ms > 0 ? fmt::format("over {} ms", o.ramp_ms) : std::string("together"));
   if (o.temperature > 0.0f)
@@ -466,9 +463,6 @@ TANDEM_COMMAND(
                     "Engine mode: first-token target that caps how long prompts ride "
                     "along",
                     0.0, 1e7);
-      sub.add_flag("--spread-prefill", o->spread_prefill,
-                   "Engine mode: prompts that need more than the room under the step size "
-                   "get what their TTFT target needs per step, not the whole budget");
       ranged_option(sub, "--ramp-ms", o->ramp_ms,
                     "Engine mode: clients start spread over this window (0: together)", 0.0, 1e7);
       ranged_option(sub, "--max-num-seqs", o->max_num_seqs,

@@ -28,10 +28,6 @@ struct EngineOptions {
   // < 0: the runner's step_knee() (CUDA: 256, CPU: off).
   int decode_step_tokens = -1;
   double ttft_target_ms = 300;
-  // Prompts that need more than the room under decode_step_tokens get what their TTFT
-  // targets need per step (at least that many tokens), not the whole budget: a clump of
-  // arrivals is spread over steps (docs/ENGINE.md). Off until measured on a GPU.
-  bool spread_prefill = false;
 };
 
 struct EngineStats {

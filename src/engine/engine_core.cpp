@@ -29,7 +29,6 @@ SchedulerConfig scheduler_config(const EngineOptions& o, const model::Runner& ru
   c.bulk_aging_steps = o.bulk_aging_steps;
   c.decode_step_tokens = effective_decode_step_tokens(o, runner);
   c.ttft_target_ms = o.ttft_target_ms;
-  c.spread_prefill = o.spread_prefill;
   if (!(o.kv_watermark >= 0.0 && o.kv_watermark < 0.5))
     fail(ErrorKind::kInvalidArgument, "kv_watermark {} not in [0, 0.5)", o.kv_watermark);
   c.watermark_blocks = int(std::floor(o.kv_watermark * num_blocks));

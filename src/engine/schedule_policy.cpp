@@ -24,12 +24,11 @@ void PrefillRate::add(int tokens, double age_ms) {
   need_ = int(std::min(std::max(rate, double(need_)), double(std::numeric_limits<int>::max())));
 }
 
-int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need,
-                      bool spread) {
+int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need) {
   if (knee <= 0 || num_decodes == 0) return budget;
   const int spare = knee - step_tokens;
-  if (need <= spare) return std::min(spare, budget);
-  return spread ? std::min(budget, std::max(need, knee)) : budget;
+  if (spare <= 0 || need > spare) return budget;
+  return std::min(spare, budget);
 }
 
 SeqClass classify(Priority p, int prompt_len, int bulk_threshold) {

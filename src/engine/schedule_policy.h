@@ -31,16 +31,10 @@ class PrefillRate {
 
 // Prefill tokens one step may carry. A step of up to `knee` tokens costs about what its
 // decodes alone cost (reading the weights dominates), so prefill chunks ride along almost for
-// free; beyond it every token adds compute. With no decodes or the knee off, prefill gets
-// the whole `budget`. With decodes in the step and `need` (the PrefillRate) within the spare
-// room under the knee, it is held to that room. Where the targets need more, it gets the
-// whole budget, or with `spread` what the targets need, at least a knee's worth: past the
-// knee a prompt token costs about the same in this step as in a later one, so prompts that
-// arrive together can be spread over steps instead of stalling every decode at once (H200,
-// C=256 ramped: steps carrying ~2,400 prompt tokens took 112-126 ms against 19-20 ms for the
-// decodes alone, hence an ITL p99 of 160-180 ms). `spread` is not yet measured on a GPU.
-int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need,
-                      bool spread = false);
+// free; beyond it every token adds compute. With decodes in the step and `need` (the
+// PrefillRate) within the spare room under the knee, prefill is held to that room; otherwise
+// (no decodes, knee off, or the targets need more) it gets the whole `budget`.
+int prefill_allowance(int budget, int step_tokens, int num_decodes, int knee, int need);
 
 // Bulk when asked for, or for kAuto when the prompt is longer than `bulk_threshold`.
 SeqClass classify(Priority p, int prompt_len, int bulk_threshold);

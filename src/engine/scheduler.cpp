@@ -213,15 +213,16 @@ bool Scheduler::admit(Sequence* s, int& budget) {
 int Scheduler::prefill_allowance(int budget) const {
   auto allowance = [&](int need) {
     return policy::prefill_allowance(budget, out_.num_tokens, out_.num_decodes,
-                                     cfg_.decode_step_tokens, need, cfg_.spread_prefill);
+                                     cfg_.decode_step_tokens, need);
   };
-  if (allowance(0) >= budget) return budget;  // nothing to hold back: skip the queue walk
+  const int room = allowance(0);  // the most it could hold prefill to
+  if (room >= budget) return budget;  // nothing to hold back: skip the queue walk
   policy::PrefillRate rate(cfg_.ttft_target_ms, step_ms_);
   for (const Sequence* s : prefill_running_) rate.add(s->remaining(), now_ms_ - s->submit_ms);
   for (const auto& q : waiting_)
     for (const Sequence* s : q) {
       rate.add(s->remaining(), now_ms_ - s->submit_ms);
-      if (allowance(rate.need()) >= budget) return budget;  // the targets need it all
+      if (rate.need() > room) return budget;  // the targets need more: no cap
     }
   return allowance(rate.need());
 }

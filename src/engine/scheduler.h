@@ -36,9 +36,6 @@ struct SchedulerConfig {
   // 0 = off (prefill always fills the budget).
   int decode_step_tokens = 0;
   double ttft_target_ms = 300;
-  // Where the targets need more than the room under the knee: what they need (at least a
-  // knee's worth) instead of the whole budget (policy::prefill_allowance's `spread`).
-  bool spread_prefill = false;
 };
 
 struct ScheduleOutput {

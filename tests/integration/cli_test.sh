@@ -20,7 +20,6 @@ check fp8-has-scales "$(grep -q weight_scale_inv "$tmp/m3/model.safetensors"; ec
 expect generate-fp8-cpu 0 "decode: 4 tokens" -- "$T" generate --model "$tmp/m3" --prompt-ids 9707 --max-tokens 4 --ignore-eos --temperature 0
 expect bench-engine-cpu 0 "out tok/s" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1,3 --prompt-len 9 --output-len 5 --requests-per-client 1
 expect bench-engine-bad-model nonzero "error" -- "$T" bench --backend cpu --model "$tmp/nope" --concurrency 1
-expect bench-engine-spread 0 "else what the target needs" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 3 --prompt-len 40 --output-len 5 --requests-per-client 2 --decode-step-tokens 16 --spread-prefill
 touch "$tmp/afile"
 expect parent-is-a-file nonzero "error" -- "$T" testmodel --out "$tmp/afile/m"
 if [ "$(id -u)" -ne 0 ]; then

@@ -111,31 +111,19 @@ TEST(PrefillRate, SpreadsEachPromptAndWhatIsAheadOverItsStepsLeft) {
 
 TEST(PrefillAllowance, HoldsPrefillUnderTheKneeOnlyWhenTargetsAllow) {
   struct Case {
-    int budget, step_tokens, decodes, knee, need, want, want_spread;
+    int budget, step_tokens, decodes, knee, need, want;
   } cases[] = {
-      {4000, 64, 64, 192, 100, 128, 128},     // decodes + 128 prefill = the knee
-      {4000, 64, 64, 192, 128, 128, 128},     // exactly what the targets need
-      {4000, 64, 64, 192, 129, 4000, 192},    // targets need more: all, or a knee at least
-      {4000, 64, 64, 192, 300, 4000, 300},    // or what they need
-      {4000, 64, 64, 192, 5000, 4000, 4000},  // more than the budget: the budget
-      {4000, 0, 0, 192, 0, 4000, 4000},       // no decodes: nothing to ride along with
-      {4000, 64, 64, 0, 0, 4000, 4000},       // knee off
-      {100, 64, 64, 192, 10, 100, 100},       // the budget is smaller than the room
-      // Decodes alone at or past the knee: no room under it.
-      {4000, 200, 200, 192, 0, 4000, 192},
-      {4000, 192, 192, 192, 100, 4000, 192},
-      {4000, 300, 300, 192, 700, 4000, 700},
-      {4000, 300, 300, 192, 5000, 4000, 4000},
-      {150, 300, 300, 192, 0, 150, 150},
+      {4000, 64, 64, 192, 100, 128},   // decodes + 128 prefill = the knee
+      {4000, 64, 64, 192, 128, 128},   // exactly what the targets need
+      {4000, 64, 64, 192, 129, 4000},  // targets need more: the whole budget
+      {4000, 0, 0, 192, 0, 4000},      // no decodes: nothing to ride along with
+      {4000, 64, 64, 0, 0, 4000},      // knee off
+      {4000, 200, 200, 192, 0, 4000},  // decodes alone past the knee
+      {100, 64, 64, 192, 10, 100},     // the budget is smaller than the room
   };
-  for (const auto& c : cases) {
+  for (const auto& c : cases)
     EXPECT_EQ(prefill_allowance(c.budget, c.step_tokens, c.decodes, c.knee, c.need), c.want)
         << c.budget << " " << c.step_tokens << " " << c.decodes << " " << c.knee << " " << c.need;
-    EXPECT_EQ(prefill_allowance(c.budget, c.step_tokens, c.decodes, c.knee, c.need, true),
-              c.want_spread)
-        << "spread: " << c.budget << " " << c.step_tokens << " " << c.decodes << " " << c.knee
-        << " " << c.need;
-  }
 }
 
 }  // namespace
