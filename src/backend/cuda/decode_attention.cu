@@ -54,11 +54,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int G = Hq / Hkv;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int tslot = lane / LPT, c = lane % LPT;
-  const int ctx = kv.ctx_lens[s];
-  const int eff = decode_effective_splits(ctx, splits);
-  if (split >= eff) return;
-  const int per = (ctx + eff - 1) / eff;
-  const int t0 = split * per, t1 = min(ctx, t0 + per);
+  const DecodeKeyRange range = decode_key_range(kv.ctx_lens[s], splits, split);
+  if (split >= range.eff) return;
+  const int t0 = range.t0, t1 = range.t1;
 
   float qr[kMaxGroup][8];
 #pragma unroll

@@ -2,6 +2,7 @@
 // The tensor-core decode attention kernel behind decode_attention() (internal: include from
 // .cu files only). It covers head_dim 64 and 128 with up to 8 query heads per KV head; the
 // CUDA-core kernel in decode_attention.cu covers the other shapes.
+#include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/decode_attention.cuh"
 
@@ -13,6 +14,18 @@ constexpr int kDecodeMinSplitTokens = 64;  // a split covers at least this many 
 __host__ __device__ inline int decode_effective_splits(int ctx, int splits) {
   const int by_len = (ctx + kDecodeMinSplitTokens - 1) / kDecodeMinSplitTokens;
   return by_len < 1 ? 1 : (splits < by_len ? splits : by_len);
+}
+
+// The keys [t0, t1) that split `split` of a sequence with `ctx` cached tokens covers, of
+// `eff` effective splits (a block with split >= eff has nothing to do).
+struct DecodeKeyRange {
+  int eff, t0, t1;
+};
+__device__ inline DecodeKeyRange decode_key_range(int ctx, int splits, int split) {
+  const int eff = decode_effective_splits(ctx, splits);
+  const int per = (ctx + eff - 1) / eff;
+  const int t0 = split * per;
+  return {eff, t0, min(ctx, t0 + per)};
 }
 
 // Log-sum-exp merge of NW warps' partial results for query head g (of at most 8 in a
@@ -34,6 +47,57 @@ __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
     L += sm_l[w][g] * f;
     O += sm_o[(w * 8 + g) * ld + d] * f;
   }
+}
+
+// One warp tile's online-softmax step for row qd of a tensor-core decode kernel. sc[nt][e]
+// (e < 2) holds this lane's raw scores of keys key0 + nt*8 + 2qm + e, which become
+// probabilities: each times mul[nt][e] (to the log2 domain), keys at or past t1 masked, the
+// running max m and this lane's sum l updated. Returns the factor for the old output.
+__device__ __forceinline__ float decode_tile_softmax(float (&sc)[2][4], const float (&mul)[2][2],
+                                                     int key0, int qm, int t1, float& m,
+                                                     float& l) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const bool ok = key0 + nt * 8 + qm * 2 + e < t1;
+      sc[nt][e] = ok ? sc[nt][e] * mul[nt][e] : -INFINITY;
+      mx = fmaxf(mx, sc[nt][e]);
+    }
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+  mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+  const float mn = fmaxf(m, mx);
+  const float alpha = exp2f(m - mn);
+  m = mn;
+  float rs = 0.0f;
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      sc[nt][e] = exp2f(sc[nt][e] - mn);
+      rs += sc[nt][e];
+    }
+  l = l * alpha + rs;
+  return alpha;
+}
+
+// Launches one tensor-core decode kernel instance on its grid (Hkv, S, splits) with `threads`
+// threads and `smem` bytes of dynamic shared memory, raising the kernel's limit on first use.
+template <auto Kernel>
+void launch_decode_mma(int threads, int smem, const bf16_t* q, int q_stride, PagedKv kv,
+                       bf16_t* out, int out_stride, int S, int Hq, int Hkv, float scale_log2,
+                       int splits, float* part_o, float* part_ml, int* counters,
+                       cudaStream_t stream) {
+  static bool configured = false;  // per kernel instance; set once per process
+  if (!configured) {
+    TANDEM_CUDA_CHECK(
+        cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    configured = true;
+  }
+  Kernel<<<dim3(Hkv, S, splits), threads, smem, stream>>>(q, q_stride, kv, Hq, Hkv, scale_log2,
+                                                          splits, part_o, part_ml, counters, out,
+                                                          out_stride);
 }
 
 bool decode_attention_mma_supports(int hd, int group);

@@ -77,11 +77,9 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
   const int G = Hq / Hkv;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int qd = lane >> 2, qm = lane & 3;
-  const int ctx = kv.ctx_lens[s];
-  const int eff = decode_effective_splits(ctx, splits);
-  if (split >= eff) return;
-  const int per = (ctx + eff - 1) / eff;
-  const int t0 = split * per, t1 = min(ctx, t0 + per);
+  const DecodeKeyRange range = decode_key_range(kv.ctx_lens[s], splits, split);
+  if (split >= range.eff) return;
+  const int eff = range.eff, t0 = range.t0, t1 = range.t1;
   const int ntiles = t1 > t0 ? (t1 - t0 + kTile - 1) / kTile : 0;
 
   // Each thread copies one 16-code chunk column c of every (W*32/CPK)-th key of a tile, and
@@ -110,13 +108,7 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
     rows.fetch(j + 1);
   };
 
-  // Start the first tiles before anything else: they do not depend on q.
-  rows.fetch(0);
-#pragma unroll
-  for (int st = 0; st < ST - 1; ++st) {
-    if (st < ntiles) load_tile(st, st);
-    cp_async_commit();
-  }
+  rows.start<ST>(ntiles, load_tile);  // before anything else: the tiles do not depend on q
 
   // A fragments of Q as fp16, in K's dim order: row qd = head kvh*G + qd (zero past G).
   uint32_t qa[HD / 16][2];
@@ -182,29 +174,9 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
     // Scores of keys nt*8 + 2qm + e; their scales at ksc[nt*8 + e] (K) and vsc (V).
     const float* ksc = KSc + stage * kTile + kb + qm * 2;
     const float* vsc = VSc + stage * kTile + kb + qm * 2;
-    float mx = -INFINITY;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const bool ok = key0 + nt * 8 + qm * 2 + e < t1;
-        sc[nt][e] = ok ? sc[nt][e] * (scale_log2 * ksc[nt * 8 + e]) : -INFINITY;
-        mx = fmaxf(mx, sc[nt][e]);
-      }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float mn = fmaxf(m, mx);
-    const float alpha = exp2f(m - mn);
-    m = mn;
-    float rs = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        sc[nt][e] = exp2f(sc[nt][e] - mn);
-        rs += sc[nt][e];
-      }
-    l = l * alpha + rs;
+    const float mul[2][2] = {{scale_log2 * ksc[0], scale_log2 * ksc[1]},
+                             {scale_log2 * ksc[8], scale_log2 * ksc[9]}};
+    const float alpha = decode_tile_softmax(sc, mul, key0, qm, t1, m, l);
 
     // P V = vref * sum_k (p_k * s_k / vref) * code_k, the fp16 probabilities in
     // [0, 1]. The lanes of a quad see the warp's 16 keys, so vref is warp-uniform; it only
@@ -261,15 +233,9 @@ template <int W, int ST, int HD>
 void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride, int S, int Hq,
             int Hkv, float scale_log2, int splits, float* part_o, float* part_ml, int* counters,
             cudaStream_t stream) {
-  constexpr int bytes = F8Shape<W, ST, HD>::kSmem;
-  static bool configured = false;  // per template instance; set once per process
-  if (!configured) {
-    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(decode_mma_f8_kernel<W, ST, HD>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    configured = true;
-  }
-  decode_mma_f8_kernel<W, ST, HD><<<dim3(Hkv, S, splits), W * 32, bytes, stream>>>(
-      q, q_stride, kv, Hq, Hkv, scale_log2, splits, part_o, part_ml, counters, out, out_stride);
+  launch_decode_mma<decode_mma_f8_kernel<W, ST, HD>>(
+      W * 32, F8Shape<W, ST, HD>::kSmem, q, q_stride, kv, out, out_stride, S, Hq, Hkv,
+      scale_log2, splits, part_o, part_ml, counters, stream);
 }
 
 template <int HD>

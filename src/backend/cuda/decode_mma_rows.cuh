@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/mma.cuh"
 
 namespace tandem::cuda {
 
@@ -38,6 +39,18 @@ struct DecodeKeyRows {
     for (int i = 0; i < KPT; ++i) {
       const int tok = token(j, i);
       entry[i] = tok < t1 ? __ldg(bt + (pow2 ? tok >> bs_shift : tok / bs)) : 0;
+    }
+  }
+
+  // Fetches tile 0's rows and starts the copies of the first ST - 1 tiles, one cp.async group
+  // each (empty past ntiles); load_tile(j, stage) issues tile j's copies and fetches j + 1.
+  template <int ST, class Load>
+  __device__ __forceinline__ void start(int ntiles, Load&& load_tile) {
+    fetch(0);
+#pragma unroll
+    for (int st = 0; st < ST - 1; ++st) {
+      if (st < ntiles) load_tile(st, st);
+      cp_async_commit();
     }
   }
 
