@@ -1,6 +1,7 @@
 // Embedding gather, RMSNorm + residual, SwiGLU, q/k-norm + RoPE, KV write (bf16 and FP8
 // caches) and the random fill against simple CPU loops, on fresh random inputs at odd sizes.
 #include <algorithm>
+#include <cstdio>
 #include <numeric>
 
 #include "backend/cuda/embedding.cuh"
@@ -118,10 +119,14 @@ TEST(CudaKernels, QkNormRopeMatchesCpu) {
   struct Case {
     int Hq, Hkv, hd;
     float mscale;
+    int T;
   };
-  for (Case c : {Case{5, 1, 128, 1.0f}, Case{4, 2, 16, 1.0f}, Case{8, 2, 64, 1.1386f},
-                 Case{40, 8, 128, 1.0f}}) {
-    const int T = 11, row = (c.Hq + 2 * c.Hkv) * c.hd;
+  // hd 16 / 64 / 128 take the vector path (hd 72 the scalar one, in the FP8 test below);
+  // hundreds of rows as in prefill.
+  for (Case c : {Case{5, 1, 128, 1.0f, 11}, Case{4, 2, 16, 1.0f, 11}, Case{8, 2, 64, 1.1386f, 11},
+                 Case{40, 8, 128, 1.0f, 11}, Case{40, 8, 128, 1.0f, 523},
+                 Case{3, 2, 16, 1.0f, 600}}) {
+    const int T = c.T, row = (c.Hq + 2 * c.Hkv) * c.hd;
     auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
     auto qw = random_bf16(rng, c.hd, 0.2, 1.0), kw = random_bf16(rng, c.hd, 0.2, 1.0);
     std::vector<int32_t> pos(T);
@@ -345,6 +350,39 @@ TEST(CudaKernels, QkNormRopeFp8CacheMatchesHostQuantize) {
       EXPECT_EQ(raw(f.ks)[r0], 0.0f) << what;
       EXPECT_EQ(raw(f.vs)[r0 + c.Hkv - 1], 0.0f) << what;
     }
+  }
+}
+
+// Timing at Qwen3-14B's heads (40 q, 8 KV, hd 128) with the input norm's row scale and the
+// cache write, as in the model: decode-step rows and a prefill step's.
+TEST(CudaKernels, QkNormRopeTiming) {
+  Rng rng(test_seed() + 8);
+  const int Hq = 40, Hkv = 8, hd = 128, dim = 5120, row = (Hq + 2 * Hkv) * hd;
+  for (int T : {64, 256, 8192}) {
+    auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
+    auto xin = random_bf16(rng, size_t(T) * dim, 2.0);
+    auto qw = random_bf16(rng, hd, 0.2, 1.0), kw = random_bf16(rng, hd, 0.2, 1.0);
+    std::vector<int32_t> pos(T);
+    for (int t = 0; t < T; ++t) pos[t] = int32_t(T > 256 ? t : 400 + rng.next() % 256);
+    std::vector<float> inv(hd / 2);
+    for (int i = 0; i < hd / 2; ++i) inv[i] = float(std::pow(1e6, -2.0 * i / hd));
+    std::vector<int64_t> slot(T);
+    for (int t = 0; t < T; ++t) slot[t] = t;
+    Dev<bf16_t> d(qkv), dx(xin), dqw(qw), dkw(kw), kc(size_t(T) * Hkv * hd),
+        vc(size_t(T) * Hkv * hd);
+    Dev<int32_t> dp(pos);
+    Dev<float> dinv(inv);
+    Dev<int64_t> ds(slot);
+    const double us = time_us(
+        [&] {
+          qk_norm_rope(d.get(), dp.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), 1.0f}, T, Hq,
+                       Hkv, hd, 1e-6f, nullptr, KvDest{ds.get(), kc.get(), vc.get()},
+                       RowNormInput{dx.get(), dim, 1e-6f});
+        },
+        20);
+    const double bytes = double(T) * (2.0 * row * 2 + 2.0 * dim + 2.0 * 2 * Hkv * hd);
+    std::printf("[ perf ] qk_norm_rope T=%d: %.1f us, %.2f TB/s of its bytes\n", T, us,
+                bytes / us * 1e-6);
   }
 }
 
