@@ -76,17 +76,19 @@ TEST(CudaKernels, FoldNormWeightScalesColumns) {
 
 TEST(CudaKernels, SwigluMatchesCpu) {
   Rng rng(test_seed() + 3);
-  const int T = 9, inter = 344;
-  auto gu = random_bf16(rng, size_t(T) * 2 * inter, 2.0);
-  Dev<bf16_t> dg(gu), dout(size_t(T) * inter);
-  swiglu(dg.get(), dout.get(), T, inter, nullptr);
-  std::vector<double> ref(size_t(T) * inter);
-  for (int t = 0; t < T; ++t)
-    for (int i = 0; i < inter; ++i) {
-      double g = gu[size_t(t) * 2 * inter + i], u = gu[size_t(t) * 2 * inter + inter + i];
-      ref[size_t(t) * inter + i] = g / (1 + std::exp(-g)) * u;
-    }
-  EXPECT_LT(rel_error(dout.floats(), ref), 8e-3);
+  // Odd sizes; a row longer than one block's 256 words; more rows than a grid's 65,535.
+  for (auto [T, inter] : {std::pair{9, 344}, std::pair{3, 2056}, std::pair{65600, 16}}) {
+    auto gu = random_bf16(rng, size_t(T) * 2 * inter, 2.0);
+    Dev<bf16_t> dg(gu), dout(size_t(T) * inter);
+    swiglu(dg.get(), dout.get(), T, inter, nullptr);
+    std::vector<double> ref(size_t(T) * inter);
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < inter; ++i) {
+        double g = gu[size_t(t) * 2 * inter + i], u = gu[size_t(t) * 2 * inter + inter + i];
+        ref[size_t(t) * inter + i] = g / (1 + std::exp(-g)) * u;
+      }
+    EXPECT_LT(rel_error(dout.floats(), ref), 8e-3) << T << " x " << inter;
+  }
 }
 
 // q/k RMSNorm then NeoX RoPE, in double, from the formulas of REFERENCE.md section 2.
