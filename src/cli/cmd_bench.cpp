@@ -21,6 +21,9 @@
 #include "model/cpu_runner.h"
 #include "model/cuda_runner.h"
 #include "model/synthetic.h"
+#ifdef TANDEM_HAVE_CUDA
+#include "backend/cuda/gpu_monitor.h"
+#endif
 
 namespace {
 
@@ -57,6 +60,88 @@ struct Opts {
   float temperature = 0.0f, top_p = 1.0f;
   int top_k = 0;
   bool host_sampling = false;
+};
+
+struct Row {
+  std::string name;
+  double tok_s = 0, ms = 0;
+  double bytes = 0, flops = 0;  // per timed step
+  std::string ceiling;          // "bw" or "flops"
+  double ratio = 0;
+  // The GPU while the row was timed (gpu_samples 0: not known).
+  int gpu_samples = 0;
+  unsigned sm_mhz = 0;
+  double power_w = 0, power_capped = 0;
+};
+
+// SM clock and power during each timed part (NVML, when the driver's library is there).
+class GpuWatch {
+ public:
+  GpuWatch() {
+#ifdef TANDEM_HAVE_CUDA
+    mon_ = std::make_unique<tandem::cuda::GpuMonitor>(-1);
+#endif
+  }
+  size_t mark() const {
+#ifdef TANDEM_HAVE_CUDA
+    return mon_->mark();
+#else
+    return 0;
+#endif
+  }
+  void fill(Row& r, size_t mark) const {
+#ifdef TANDEM_HAVE_CUDA
+    const auto w = mon_->since(mark);
+    r.gpu_samples = w.samples;
+    r.sm_mhz = w.sm_mhz_p50;
+    r.power_w = w.power_w_p50;
+    r.power_capped = w.power_cap_share;
+#else
+    (void)r, (void)mark;
+#endif
+  }
+  // "SM 1710 MHz (1545-1965), 693 W (max 697) of 700 W, power-capped 88%" over the samples
+  // after `mark`, or why it is not known.
+  std::string describe(size_t mark) const {
+    const std::string why = missing();
+    if (!why.empty()) return "not known (" + why + ")";
+#ifdef TANDEM_HAVE_CUDA
+    const std::string d = mon_->since(mark).describe();
+    return d.empty() ? "not known (no samples)" : d;
+#else
+    (void)mark;
+    return "";
+#endif
+  }
+  // Why there are no samples ("" when there are).
+  std::string missing() const {
+#ifdef TANDEM_HAVE_CUDA
+    return mon_->available() ? "" : mon_->why();
+#else
+    return "a build without CUDA";
+#endif
+  }
+  // " (instant power)", " (power: the driver's 1-s mean)" or " (not known: why)".
+  std::string power_note() const {
+    if (!missing().empty()) return " (not known: " + missing() + ")";
+#ifdef TANDEM_HAVE_CUDA
+    return mon_->instant_power() ? " (instant power)" : " (power: the driver's 1-s mean)";
+#else
+    return "";
+#endif
+  }
+  double power_limit_w() const {
+#ifdef TANDEM_HAVE_CUDA
+    return mon_->power_limit_w();
+#else
+    return 0;
+#endif
+  }
+
+ private:
+#ifdef TANDEM_HAVE_CUDA
+  std::unique_ptr<tandem::cuda::GpuMonitor> mon_;
+#endif
 };
 
 // `tandem bench --concurrency ...`: the serving engine under C concurrent clients (no HTTP).
@@ -116,18 +201,26 @@ int run_engine_mode(const Opts& o) {
   if (o.temperature > 0.0f)
     fmt::print("sampling: temperature {} top_p {} top_k {}, on the {}\n", o.temperature, o.top_p,
                o.top_k, o.host_sampling || !runner->supports_sampling() ? "host" : "runner (GPU)");
-  auto rows = tandem::engine::run_engine_bench(*runner, eo);
+  if (o.backend == "cpu") {
+    const auto rows = tandem::engine::run_engine_bench(*runner, eo);
+    fmt::print("{}", tandem::engine::format_engine_bench(rows));
+    return 0;
+  }
+  // On the GPU, one level at a time, each with the SM clock and power it ran at.
+  GpuWatch gpu;
+  std::vector<tandem::engine::EngineBenchRow> rows;
+  std::vector<std::string> notes;
+  for (int c : o.concurrency) {
+    eo.concurrency = {c};
+    const size_t mark = gpu.mark();
+    for (auto& r : tandem::engine::run_engine_bench(*runner, eo)) rows.push_back(r);
+    notes.push_back(fmt::format("C={}: {}", c, gpu.describe(mark)));
+  }
   fmt::print("{}", tandem::engine::format_engine_bench(rows));
+  fmt::print("\nGPU during each level (medians of 20-ms NVML samples{})\n", gpu.power_note());
+  for (const auto& n : notes) fmt::print("{}\n", n);
   return 0;
 }
-
-struct Row {
-  std::string name;
-  double tok_s = 0, ms = 0;
-  double bytes = 0, flops = 0;  // per timed step
-  std::string ceiling;          // "bw" or "flops"
-  double ratio = 0;
-};
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -241,10 +334,12 @@ class Bench {
       batches.push_back(make_batch(c, one, bs_, ps, rng_));
       for (auto& x : c) ++x;
     }
+    const size_t gm = gpu_.mark();
     const double t0 = now_s();
     for (auto& b : batches) run_forward(b);
     const double dt = (now_s() - t0) / steps;
     Row r;
+    gpu_.fill(r, gm);
     r.name = name;
     r.ms = dt * 1e3;
     r.tok_s = B / dt;
@@ -262,8 +357,10 @@ class Bench {
     std::vector<int> zero = {0}, rows = {T};
     run_forward(make_batch(zero, {std::min(T, 512)}, bs_, ps, rng_));  // warm-up
     const int reps = T <= 1024 ? 5 : T <= 8192 ? 3 : 1;
+    const size_t gm = gpu_.mark();
     const double dt = median_s(reps, [&](int) { return make_batch(zero, rows, bs_, ps, rng_); });
     Row r;
+    gpu_.fill(r, gm);
     r.name = fmt::format("prefill {}", T);
     r.ms = dt * 1e3;
     r.tok_s = T / dt;
@@ -297,11 +394,13 @@ class Bench {
     for (int w = 0; w < 2; ++w) run_forward(make_batch(c, rows, bs_, ps, rng_, sc));
     if (o_.mixed_vary)  // decode contexts spread over ctx +- 128, as in a running engine
       for (int s = 0; s < B; ++s) c[size_t(s)] = std::max(1, ctx - 128 + (s * 37) % 256);
+    const size_t gm = gpu_.mark();
     const double dt = median_s(o_.mixed_reps, [&](int i) {
       if (o_.mixed_vary && P > 0) rows.back() = std::max(1, P - (i % 8));  // a new size each step
       return make_batch(c, rows, bs_, ps, rng_, sc);
     });
     Row r;
+    gpu_.fill(r, gm);
     r.name = fmt::format("mixed b={} +{}", B, P);
     r.ms = dt * 1e3;
     r.tok_s = (B + P) / dt;
@@ -344,9 +443,11 @@ class Bench {
         s += fmt::format(
             "{}{{\"name\":\"{}\",\"tok_per_s\":{:.2f},\"ms_per_step\":{:.4f},\"bytes\":{:.0f},"
             "\"flops\":{:.0f},\"achieved_bytes_per_s\":{:.4g},\"achieved_flops_per_s\":{:.4g},"
-            "\"ceiling\":\"{}\",\"ratio\":{:.4f}}}",
+            "\"ceiling\":\"{}\",\"ratio\":{:.4f},\"gpu_samples\":{},\"sm_mhz_p50\":{},"
+            "\"power_w_p50\":{:.1f},\"power_capped_share\":{:.3f}}}",
             i ? "," : "", r.name, r.tok_s, r.ms, r.bytes, r.flops, r.bytes / (r.ms / 1e3),
-            r.flops / (r.ms / 1e3), r.ceiling, r.ratio);
+            r.flops / (r.ms / 1e3), r.ceiling, r.ratio, r.gpu_samples, r.sm_mhz, r.power_w,
+            r.power_capped);
       }
       fmt::print("{}]}}\n", s);
       return;
@@ -355,18 +456,29 @@ class Bench {
         "tandem bench: {} on {} ({} SMs), {} weights {:.2f} GiB, graphs {}, gemv <= {} rows, "
         "logits {}\n",
         o_.model, stats_.device_name, stats_.num_sms, stats_.fp8_weights ? "fp8" : "bf16",
-        stats_.weight_bytes / gib,
-        o_.no_graphs ? "off" : "on", o_.gemv_max_tokens,
+        stats_.weight_bytes / gib, o_.no_graphs ? "off" : "on", o_.gemv_max_tokens,
         o_.host_logits ? "copied to host" : "kept on GPU");
-    fmt::print("{:<22} {:>11} {:>10} {:>10} {:>11}  {}\n", "case", "tok/s", "ms/step", "TB/s",
-               "TFLOP/s", "ratio to ceiling");
+    fmt::print("{:<22} {:>11} {:>10} {:>10} {:>11}  {:<24} {:>7} {:>6}\n", "case", "tok/s",
+               "ms/step", "TB/s", "TFLOP/s", "ratio to ceiling", "SM MHz", "W");
     for (const Row& r : rows_) {
       const double dt = r.ms / 1e3;
-      fmt::print("{:<22} {:>11.1f} {:>10.3f} {:>10.2f} {:>11.1f}  {:.3f} of {}\n", r.name, r.tok_s,
-                 r.ms, r.bytes / dt / 1e12, r.flops / dt / 1e12, r.ratio,
-                 r.ceiling == "bw" ? fmt::format("{:.2f} TB/s", o_.bw_ceiling / 1e12)
-                                   : fmt::format("{:.0f} TFLOP/s", o_.flops_ceiling / 1e12));
+      const std::string ratio =
+          fmt::format("{:.3f} of {}", r.ratio,
+                      r.ceiling == "bw" ? fmt::format("{:.2f} TB/s", o_.bw_ceiling / 1e12)
+                                        : fmt::format("{:.0f} TFLOP/s", o_.flops_ceiling / 1e12));
+      const std::string gpu = r.gpu_samples
+                                  ? fmt::format("{:>7} {:>6.0f}{}", r.sm_mhz, r.power_w,
+                                                r.power_capped >= 0.5 ? " power-capped" : "")
+                                  : fmt::format("{:>7} {:>6}", "-", "-");
+      fmt::print("{:<22} {:>11.1f} {:>10.3f} {:>10.2f} {:>11.1f}  {:<24} {}\n", r.name, r.tok_s,
+                 r.ms, r.bytes / dt / 1e12, r.flops / dt / 1e12, ratio, gpu);
     }
+    const double limit = gpu_.power_limit_w();
+    fmt::print(
+        "SM clock and board power: medians of 20-ms NVML samples over each timed part{}{}; "
+        "\"power-capped\": the driver held the clock for power in most of them\n",
+        gpu_.power_note(),
+        limit > 0 ? fmt::format(", power limit {:.0f} W", limit) : std::string());
   }
 
  private:
@@ -380,6 +492,7 @@ class Bench {
   std::vector<float> logits_;
   std::vector<tandem::model::TokenId> tokens_;
   std::vector<Row> rows_;
+  GpuWatch gpu_;
 };
 
 }  // namespace

@@ -37,8 +37,8 @@ __device__ __forceinline__ void store_fp8(const float (&v)[N], const int (&pos)[
 template <bool kFp8>
 __device__ __forceinline__ void head_norm_rope(bf16_t* x, const float (&a0)[4],
                                                const float (&b0)[4], void* dst, float* sdst,
-                                               const bf16_t* w, int hd, float eps,
-                                               const float2* cs, float r, int lane) {
+                                               const bf16_t* w, int hd, float eps, const float2* cs,
+                                               float r, int lane) {
   const int half = hd / 2;
   float a[4], b[4];
   float ss = 0.0f;
@@ -116,7 +116,8 @@ __device__ __forceinline__ void head_norm_rope_vec(bf16_t* x, const int4& raw, v
   for (int k = 0; k < 8; ++k) {
     const float yp = __shfl_xor_sync(0xffffffffu, y[k], lh >> 1);
     const float2 c = cs[i0 + k];
-    const float rot = lo ? rbf(rbf(y[k] * c.x) - rbf(yp * c.y)) : rbf(rbf(y[k] * c.x) + rbf(yp * c.y));
+    const float rot =
+        lo ? rbf(rbf(y[k] * c.x) - rbf(yp * c.y)) : rbf(rbf(y[k] * c.x) + rbf(yp * c.y));
     if (w) v[k] = rot;
   }
   const int4 out = pack8(v);

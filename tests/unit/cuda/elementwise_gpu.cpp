@@ -70,8 +70,7 @@ TEST(CudaKernels, FoldNormWeightScalesColumns) {
   const auto got = dW.floats();
   for (int n = 0; n < rows; ++n)
     for (int k = 0; k < K; ++k)
-      ASSERT_EQ(got[size_t(n) * K + k], round_bf16(W[size_t(n) * K + k] * w[k]))
-          << n << " " << k;
+      ASSERT_EQ(got[size_t(n) * K + k], round_bf16(W[size_t(n) * K + k] * w[k])) << n << " " << k;
 }
 
 TEST(CudaKernels, SwigluMatchesCpu) {
@@ -125,9 +124,9 @@ TEST(CudaKernels, QkNormRopeMatchesCpu) {
   };
   // hd 16 / 64 / 128 take the vector path (hd 72 the scalar one, in the FP8 test below);
   // hundreds of rows as in prefill.
-  for (Case c : {Case{5, 1, 128, 1.0f, 11}, Case{4, 2, 16, 1.0f, 11}, Case{8, 2, 64, 1.1386f, 11},
-                 Case{40, 8, 128, 1.0f, 11}, Case{40, 8, 128, 1.0f, 523},
-                 Case{3, 2, 16, 1.0f, 600}}) {
+  for (Case c :
+       {Case{5, 1, 128, 1.0f, 11}, Case{4, 2, 16, 1.0f, 11}, Case{8, 2, 64, 1.1386f, 11},
+        Case{40, 8, 128, 1.0f, 11}, Case{40, 8, 128, 1.0f, 523}, Case{3, 2, 16, 1.0f, 600}}) {
     const int T = c.T, row = (c.Hq + 2 * c.Hkv) * c.hd;
     auto qkv = random_bf16(rng, size_t(T) * row, 1.5);
     auto qw = random_bf16(rng, c.hd, 0.2, 1.0), kw = random_bf16(rng, c.hd, 0.2, 1.0);
@@ -182,7 +181,8 @@ TEST(CudaKernels, QkNormRopeMatchesCpu) {
     std::vector<float> scaled(qkv.size());
     for (int t = 0; t < T; ++t) {
       double ss = 0;
-      for (int i = 0; i < dim; ++i) ss += double(xin[size_t(t) * dim + i]) * xin[size_t(t) * dim + i];
+      for (int i = 0; i < dim; ++i)
+        ss += double(xin[size_t(t) * dim + i]) * xin[size_t(t) * dim + i];
       const double r = 1.0 / std::sqrt(ss / dim + 1e-6);
       for (int i = 0; i < row; ++i)
         scaled[size_t(t) * row + i] = float(double(qkv[size_t(t) * row + i]) * r);
