@@ -2,6 +2,9 @@
 // one m16n8k16 tile (rows G..15 are zero), so S = Q K^T and O += P V run as mma.sync over
 // 64-key tiles that a 3-stage cp.async pipeline streams from the paged cache. The kernel is
 // bound by the K/V bytes it reads (each KV head once per sequence and split), not by math.
+#include <cstdlib>
+#include <string_view>
+
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/decode_attention_mma.cuh"
 #include "backend/cuda/decode_mma_finish.cuh"
@@ -74,7 +77,9 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
     rows.fetch(j + 1);
   };
 
-  rows.start<kStages>(ntiles, load_tile);  // before anything else: the tiles do not depend on q
+  // The cached tiles before the wait for the kernel ahead (q and the new key are its output).
+  rows.template start<kStages>(ntiles, decode_ready_tiles(range, kv.ctx_lens[s], kTile),
+                               load_tile);
 
   // A fragments of Q: row qd = head kvh*G + qd (zero past G), rows qd+8 are zero.
   uint32_t qa[HD / 16][2];
@@ -166,7 +171,8 @@ void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stri
   static_assert(W * 8 * kDecodeMergeLd<HD> * 4 <= bytes, "the warp merge reuses the stages");
   launch_decode_mma<decode_mma_kernel<W, ST, HD>>(W * 32, bytes, q, q_stride, kv, out,
                                                   out_stride, S, Hq, Hkv, scale_log2, splits,
-                                                  part_o, part_ml, counters, stream);
+                                                  part_o, part_ml, counters, stream,
+                                                  decode_attention_pdl());
 }
 
 template <int HD>
@@ -184,6 +190,14 @@ void launch_shape(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv, bf
 }
 
 }  // namespace
+
+bool decode_attention_pdl() {
+  static const bool on = [] {
+    const char* e = std::getenv("TANDEM_ATTN_PDL");
+    return pdl_enabled() && !(e && std::string_view(e) == "0");
+  }();
+  return on;
+}
 
 bool decode_attention_mma_supports(int hd, int group) {
   return (hd == 64 || hd == 128) && group >= 1 && group <= 8;

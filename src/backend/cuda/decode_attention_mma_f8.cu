@@ -108,7 +108,9 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
     rows.fetch(j + 1);
   };
 
-  rows.start<ST>(ntiles, load_tile);  // before anything else: the tiles do not depend on q
+  // The cached tiles before the wait for the kernel ahead (q and the new key are its output;
+  // launched plainly, as this kernel is, the wait is a no-op).
+  rows.template start<ST>(ntiles, decode_ready_tiles(range, kv.ctx_lens[s], kTile), load_tile);
 
   // A fragments of Q as fp16, in K's dim order: row qd = head kvh*G + qd (zero past G).
   uint32_t qa[HD / 16][2];
@@ -235,7 +237,7 @@ void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stri
             cudaStream_t stream) {
   launch_decode_mma<decode_mma_f8_kernel<W, ST, HD>>(
       W * 32, F8Shape<W, ST, HD>::kSmem, q, q_stride, kv, out, out_stride, S, Hq, Hkv,
-      scale_log2, splits, part_o, part_ml, counters, stream);
+      scale_log2, splits, part_o, part_ml, counters, stream, /*pdl=*/false);
 }
 
 template <int HD>

@@ -44,14 +44,19 @@ struct DecodeKeyRows {
 
   // Fetches tile 0's rows and starts the copies of the first ST - 1 tiles, one cp.async group
   // each (empty past ntiles); load_tile(j, stage) issues tile j's copies and fetches j + 1.
+  // Only the first `ready` tiles may be copied before the grid dependency wait (PDL): their
+  // keys were cached by earlier steps, while q and the step's own new key come from the
+  // kernel before. The wait comes after them, so every thread has passed it on return.
   template <int ST, class Load>
-  __device__ __forceinline__ void start(int ntiles, Load&& load_tile) {
+  __device__ __forceinline__ void start(int ntiles, int ready, Load&& load_tile) {
     fetch(0);
 #pragma unroll
     for (int st = 0; st < ST - 1; ++st) {
+      if (st == ready) grid_dependency_wait();
       if (st < ntiles) load_tile(st, st);
       cp_async_commit();
     }
+    if (ready >= ST - 1) grid_dependency_wait();
   }
 
   // Cache slot of key i of the fetched tile j, or -1 past t1. Block sizes are powers of two in

@@ -7,6 +7,7 @@
 #include "backend/cuda/decode_attention.cuh"
 #include "backend/cuda/kv_read_probe.cuh"
 #include "backend/cuda/prefill_attention.cuh"
+#include "backend/cuda/qk_norm_rope.cuh"
 #include "core/fp8.h"
 #include "gpu_test_util.h"
 
@@ -212,6 +213,112 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
                              default: return "Portable";
                            }
                          });
+
+// Decode attention right behind the kernel that writes the step's new keys (qk_norm_rope, as
+// in the model): on sm_90 it is launched with PDL and copies the tiles cached before the step
+// while that kernel still runs, so the new key's slot, poisoned with NaN beforehand, must
+// only be read after the wait. Contexts put the new key in the first tile, the second, and
+// late; one and several splits; both shapes; bf16 and FP8 caches; repeated, since a wrong
+// order would only show when the race is lost.
+TEST(CudaKernels, DecodeAttentionAfterTheKvWriter) {
+  Rng rng(test_seed() + 17);
+  const int Hq = 40, Hkv = 8, hd = 128, bs = 16, row = (Hq + 2 * Hkv) * hd;
+  const std::vector<int32_t> ctx = {1, 2, 31, 33, 64, 65, 97, 300, 529, 1029};
+  const int S = int(ctx.size());
+  std::vector<float> inv(hd / 2);
+  for (int i = 0; i < hd / 2; ++i) inv[i] = float(std::pow(1e6, -2.0 * i / hd));
+  auto qw = random_bf16(rng, hd, 0.2, 1.0), kw = random_bf16(rng, hd, 0.2, 1.0);
+  Dev<bf16_t> dqw(qw), dkw(kw);
+  Dev<float> dinv(inv);
+  cudaStream_t st;
+  TANDEM_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  for (bool fp8 : {false, true})
+    for (DecodeKernel kind : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
+      set_decode_attention_kernel(kind);
+      PagedCase pc(rng, ctx, Hq, Hkv, hd, bs);
+      PagedCase::Fp8 f8;
+      if (fp8) f8 = pc.to_fp8(rng);
+      std::vector<int64_t> slot(S);
+      std::vector<int32_t> pos(S);
+      for (int s = 0; s < S; ++s) {
+        pos[s] = ctx[s] - 1;
+        slot[s] =
+            int64_t(pc.block_tables[size_t(s) * pc.max_blocks + pos[s] / bs]) * bs + pos[s] % bs;
+      }
+      // The new keys' slots hold NaN until the writer runs (FP8: NaN codes and scales).
+      auto k0 = pc.k, v0 = pc.v;
+      auto kq0 = f8.kq, vq0 = f8.vq;
+      auto ks0 = f8.ks, vs0 = f8.vs;
+      for (int s = 0; s < S; ++s)
+        for (int g = 0; g < Hkv; ++g) {
+          const size_t r = size_t(slot[s]) * Hkv + g;
+          for (int i = 0; i < hd; ++i) {
+            k0[r * hd + i] = v0[r * hd + i] = NAN;
+            if (fp8) kq0[r * hd + i] = vq0[r * hd + i] = 0x7f;
+          }
+          if (fp8) ks0[r] = vs0[r] = NAN;
+        }
+      Dev<bf16_t> dk(fp8 ? 0 : k0.size()), dv(fp8 ? 0 : v0.size()), dqkv(size_t(S) * row),
+          dout(size_t(S) * Hq * hd);
+      Dev<uint8_t> dkq(kq0.size()), dvq(vq0.size());
+      Dev<float> dks(ks0.size()), dvs(vs0.size());
+      Dev<int32_t> dbt(pc.block_tables), dctx(pc.ctx), dpos(pos);
+      Dev<int64_t> dslot(slot);
+      for (int splits : {1, 3}) {
+        Dev<float> ws(decode_attention_workspace(S, Hq, hd, splits));
+        TANDEM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size() * sizeof(float)));
+        for (int rep = 0; rep < 8; ++rep) {
+          const auto qkv = random_bf16(rng, size_t(S) * row, 1.5);
+          dqkv.upload(qkv);
+          if (fp8) {
+            dkq.upload(kq0), dvq.upload(vq0), dks.upload(ks0), dvs.upload(vs0);
+          } else {
+            dk.upload(k0), dv.upload(v0);
+          }
+          const KvDest dest = fp8 ? KvDest{dslot.get(), dkq.get(), dvq.get(), dks.get(), dvs.get()}
+                                  : KvDest{dslot.get(), dk.get(), dv.get()};
+          PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), bs};
+          if (fp8)
+            kv = {dkq.get(),  dvq.get(), dbt.get(), pc.max_blocks,
+                  dctx.get(), bs,        dks.get(), dvs.get()};
+          qk_norm_rope(dqkv.get(), dpos.get(), dqw.get(), dkw.get(), RopeArgs{dinv.get(), 1.0f}, S,
+                       Hq, Hkv, hd, 1e-6f, st, dest);
+          decode_attention(dqkv.get(), row, kv, dout.get(), Hq * hd, S, Hq, Hkv, hd,
+                           1.0f / std::sqrt(float(hd)), splits, ws.get(), st);
+          TANDEM_CUDA_CHECK(cudaStreamSynchronize(st));
+          // The reference reads the cache as the writer left it.
+          PagedCase now = pc;
+          const auto q = dqkv.floats();
+          if (fp8) {
+            std::vector<uint8_t> kq(kq0.size()), vq(vq0.size());
+            TANDEM_CUDA_CHECK(cudaMemcpy(kq.data(), dkq.get(), kq.size(), cudaMemcpyDeviceToHost));
+            TANDEM_CUDA_CHECK(cudaMemcpy(vq.data(), dvq.get(), vq.size(), cudaMemcpyDeviceToHost));
+            const auto ks = dks.floats(), vs = dvs.floats();
+            for (size_t i = 0; i < now.k.size(); ++i) {
+              now.k[i] = round_bf16(fp8_e4m3_to_float(kq[i]) * ks[i / hd]);
+              now.v[i] = round_bf16(fp8_e4m3_to_float(vq[i]) * vs[i / hd]);
+            }
+          } else {
+            now.k = dk.floats();
+            now.v = dv.floats();
+          }
+          const auto out = dout.floats();
+          std::vector<double> ref;
+          for (int s = 0; s < S; ++s)
+            for (int h = 0; h < Hq; ++h) {
+              std::vector<double> r(hd);
+              now.ref(q.data() + size_t(s) * row + h * hd, s, h, ctx[s] - 1, r.data());
+              ref.insert(ref.end(), r.begin(), r.end());
+            }
+          ASSERT_LT(rel_error(out, ref), 1e-2) << (fp8 ? "fp8" : "bf16") << " cache, "
+                                               << (kind == DecodeKernel::kWide ? "wide" : "narrow")
+                                               << ", splits " << splits << ", repeat " << rep;
+        }
+      }
+    }
+  set_decode_attention_kernel(DecodeKernel::kAuto);
+  TANDEM_CUDA_CHECK(cudaStreamDestroy(st));
+}
 
 // The automatic shape on a 132-SM H200 at Qwen3-14B's 8 KV heads (the runner's split counts):
 // wide for split grids, while one wide wave holds the grid, or where narrow waves would run
