@@ -364,8 +364,9 @@ void CudaRunner::attention(const Meta& m, int l, int T, int S, int D, int splits
   if (D < S)
     cuda::prefill_attention(
         qkv, qkv_dim, m.pos, m.tiles, num_tiles,
-        {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs}, attn, Q,
-        Hq, Hkv, HD, scale, overlap ? side_ : stream_);
+        {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs,
+         int64_t(layout_.num_blocks) * layout_.block_size},
+        attn, Q, Hq, Hkv, HD, scale, overlap ? side_ : stream_);
   if (D > 0)
     cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size, ks, vs},
                            attn, Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);

@@ -27,6 +27,7 @@ struct PagedKv {
   int block_size;
   const float* k_scale = nullptr;
   const float* v_scale = nullptr;
+  int64_t slots = 0;  // slots in k and v (blocks x block_size); 0: not told (TMA needs it)
   bool fp8() const { return k_scale != nullptr; }
 };
 

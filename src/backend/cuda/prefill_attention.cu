@@ -10,6 +10,7 @@
 #include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
+#include "backend/cuda/prefill_attention_wgmma.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -460,32 +461,40 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
   if (num_tiles <= 0) return;
   if (Hkv <= 0 || Hq <= 0 || Hq % Hkv != 0)
     cuda_fail("prefill_attention", "Hq must be a positive multiple of Hkv", __FILE__, __LINE__);
-  if (int(shape) < 0 || int(shape) > int(PrefillShape::kW8R32))
+  if (int(shape) < 0 || int(shape) > int(PrefillShape::kWgmma))
     cuda_fail("prefill_attention", "unknown block shape", __FILE__, __LINE__);
   const int G = Hq / Hkv;
   // Q rows staged with 16-byte copies (the 32-row shapes) need 16-byte aligned rows.
   const bool q_aligned = q_stride % 8 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
   int dev = 0;
   TANDEM_CUDA_CHECK(cudaGetDevice(&dev));
+  const float scale_log2 = scale * 1.4426950408889634f;
   if (shape == PrefillShape::kAuto) {
-    static const int forced = [] {  // TANDEM_PREFILL_SHAPE=1..4 picks one (benchmarks)
+    static const int forced = [] {  // TANDEM_PREFILL_SHAPE=1..5 picks one (benchmarks)
       const char* e = std::getenv("TANDEM_PREFILL_SHAPE");
       return e ? std::atoi(e) : 0;
     }();
-    if (forced >= 1 && forced <= int(PrefillShape::kW8R32)) {
-      shape = PrefillShape(forced);
-    } else {
-      // 128 query rows x heads per K/V tile halve the L2 traffic of 64 and 32-row warps
-      // halve the shared-memory reads per mma, but big blocks leave SMs idle in a short
-      // last wave: take them only when there are several waves of them.
-      int sms = 0;
-      TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-      const long long big_blocks =
-          (long long)num_tiles * Hkv * ((kPrefillTileRows * G + 127) / 128);
-      // H200, 8192 query rows at 8k/16k context (PrefillAttentionTiming): 8x32 200 TFLOP/s,
-      // 4x32 183, 8x16 170, 4x16 133.
-      shape = big_blocks >= 4LL * sms ? PrefillShape::kW8R32 : PrefillShape::kW4R16;
+    if (forced >= 1 && forced <= int(PrefillShape::kWgmma)) shape = PrefillShape(forced);
+  }
+  if (shape == PrefillShape::kWgmma || shape == PrefillShape::kAuto) {
+    if (prefill_wgmma_fits(qkv, q_stride, kv, hd)) {
+      prefill_attention_wgmma(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
+                              Hkv, scale_log2, stream);
+      return;
     }
+    shape = PrefillShape::kAuto;
+  }
+  if (shape == PrefillShape::kAuto) {
+    // 128 query rows x heads per K/V tile halve the L2 traffic of 64 and 32-row warps
+    // halve the shared-memory reads per mma, but big blocks leave SMs idle in a short
+    // last wave: take them only when there are several waves of them.
+    int sms = 0;
+    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    const long long big_blocks =
+        (long long)num_tiles * Hkv * ((kPrefillTileRows * G + 127) / 128);
+    // H200, 8192 query rows at 8k/16k context (PrefillAttentionTiming): 8x32 200 TFLOP/s,
+    // 4x32 183, 8x16 170, 4x16 133.
+    shape = big_blocks >= 4LL * sms ? PrefillShape::kW8R32 : PrefillShape::kW4R16;
   }
   if ((shape == PrefillShape::kW4R32 || shape == PrefillShape::kW8R32) && !q_aligned)
     shape = PrefillShape::kW8R16;
@@ -496,7 +505,6 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
       f8 ? smem_bytes<128, 8, 2, kBcR32, true>() : smem_bytes<128, 8, 2, kBcR32, false>();
   if (shape == PrefillShape::kW8R32 && smem_max < smem_w8r32)
     shape = PrefillShape::kW4R32;  // sm_86/89 (99 KB a block), bf16 cache (F8 fits: 93 KB)
-  const float scale_log2 = scale * 1.4426950408889634f;
   auto go = [&](auto hd_const) {
     constexpr int HD = decltype(hd_const)::value;
     if (f8)

@@ -1,6 +1,7 @@
 #pragma once
 // Causal attention for any mix of prefill chunks and decodes, reading K/V from the paged cache
-// (flash-attention 2 style, bf16 tensor cores through mma.sync, sm_80+). New tokens' K/V are
+// (flash-attention 2 style, bf16 tensor cores through mma.sync, sm_80+; on sm_90a the common
+// case runs on warpgroup MMA instead, see PrefillShape). New tokens' K/V are
 // written to the cache first, so a chunk continuing a prefix (chunked prefill, prefix-cache
 // hit) attends over the cached tokens and its own in one pass.
 //
@@ -29,10 +30,19 @@ constexpr int kPrefillTileRows = 128;
 std::vector<int32_t> make_prefill_tiles(const int32_t* query_start, const int32_t* positions,
                                         int S);
 
-// Block shapes: warps x query rows (x heads) per warp. kAuto picks from the amount of work
-// (or TANDEM_PREFILL_SHAPE=1..4 in the environment, for benchmarks); tests force each one.
-// The 32-row shapes need 16-byte aligned q rows (else they fall back to kW8R16).
-enum class PrefillShape : int { kAuto = 0, kW4R16 = 1, kW8R16 = 2, kW4R32 = 3, kW8R32 = 4 };
+// Block shapes: warps x query rows (x heads) per warp of the mma.sync kernel, or kWgmma, the
+// warpgroup-MMA kernel (prefill_attention_wgmma.cuh: sm_90a, head_dim 128, bf16 cache). kAuto
+// picks from the amount of work (or TANDEM_PREFILL_SHAPE=1..5 in the environment, for
+// benchmarks); tests force each one. The 32-row shapes need 16-byte aligned q rows (else they
+// fall back to kW8R16); kWgmma falls back to the automatic choice where it does not fit.
+enum class PrefillShape : int {
+  kAuto = 0,
+  kW4R16 = 1,
+  kW8R16 = 2,
+  kW4R32 = 3,
+  kW8R32 = 4,
+  kWgmma = 5
+};
 
 // hd in {16, 32, 64, 128}. tiles: device copy of make_prefill_tiles' output (4 ints a tile).
 void prefill_attention(const __nv_bfloat16* qkv, int q_stride, const int32_t* positions,

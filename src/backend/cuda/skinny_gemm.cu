@@ -1,5 +1,4 @@
 #include <cooperative_groups.h>
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -8,6 +7,7 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/skinny_gemm.cuh"
 #include "backend/cuda/tma.cuh"
+#include "backend/cuda/tma_map.h"
 #include "backend/cuda/wgmma.cuh"
 
 namespace tandem::cuda {
@@ -264,29 +264,10 @@ using KernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16_t*, int, i
 // A 2-D bf16 tensor map over `rows` rows of K elements `ld` apart at W, read in boxes of
 // 64 x box_rows with the 128-byte swizzle; rows and columns past the end read as zeros.
 CUtensorMap tensor_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      fn = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
-  }();
-  if (!encode)
-    cuda_fail("skinny_gemm", "no cuTensorMapEncodeTiled in the driver", __FILE__, __LINE__);
-  CUtensorMap m;
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(ld) * sizeof(bf16_t)};
-  const cuuint32_t box[2] = {cuuint32_t(kBK), cuuint32_t(box_rows)};
-  const cuuint32_t elem[2] = {1, 1};
-  const CUresult r =
-      encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16_t*>(W), dims, strides, box,
-             elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    cuda_fail("skinny_gemm", "cuTensorMapEncodeTiled failed", __FILE__, __LINE__);
-  return m;
+  const uint64_t dims[2] = {uint64_t(K), uint64_t(rows)};
+  const uint64_t strides[1] = {uint64_t(ld) * sizeof(bf16_t)};
+  const uint32_t box[2] = {uint32_t(kBK), uint32_t(box_rows)};
+  return bf16_tensor_map("skinny_gemm", W, 2, dims, strides, box);
 }
 
 int tiles_x(int T) { return (T + 63) / 64; }

@@ -63,4 +63,32 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
 #endif
 }
 
+// A plain arrival (no bytes expected).
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
+#ifdef TANDEM_WGMMA
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+#endif
+}
+
+// 3-D tile copy global -> shared: the box at (x, y, z) of `map` (x innermost), completing on
+// `bar`.
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int x, int y, int z,
+                                            uint64_t* bar) {
+#ifdef TANDEM_WGMMA
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3, %4}], [%5];\n" ::"r"(smem_addr(dst)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(z), "r"(smem_addr(bar))
+      : "memory");
+#endif
+}
+
+// Orders this thread's generic-proxy shared-memory writes (st.shared, cp.async) before later
+// async-proxy accesses (wgmma operand reads, TMA writes) of the same memory.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+#ifdef TANDEM_WGMMA
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#endif
+}
+
 }  // namespace tandem::cuda

@@ -22,6 +22,15 @@ __device__ __forceinline__ uint64_t wgmma_desc(const void* smem) {
          (uint64_t(1) << 62);
 }
 
+// Descriptor of an MN-major tile in the 128-byte swizzle: each K row (16-bit elements) holds 64
+// consecutive MN elements in 128 bytes, 8-row K groups 1024 bytes apart, and the next 64 MN
+// elements `mn_stride` bytes further (the instruction's transpose bit must be set).
+__device__ __forceinline__ uint64_t wgmma_desc_mn(const void* smem, uint32_t mn_stride) {
+  const uint64_t a = uint64_t(__cvta_generic_to_shared(smem));
+  return ((a & 0x3FFFF) >> 4) | (uint64_t((mn_stride & 0x3FFFF) >> 4) << 16) |
+         (uint64_t(1024 >> 4) << 32) | (uint64_t(1) << 62);
+}
+
 __device__ __forceinline__ void wgmma_fence() {
 #ifdef TANDEM_WGMMA
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -45,9 +54,32 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// The shapes the kernels use (N = 80 and 144).
+// The shapes the kernels use (N = 64, 80 and 144).
 template <int N>
 struct Wgmma;
+
+template <>
+struct Wgmma<64> {
+  __device__ static __forceinline__ void run(float (&d)[32], uint64_t a, uint64_t b,
+                                             int accumulate) {
+#ifdef TANDEM_WGMMA
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, "
+        "%8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, "
+        "%24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "l"(a), "l"(b), "r"(accumulate));
+#endif
+  }
+};
 
 template <>
 struct Wgmma<80> {
@@ -104,6 +136,46 @@ struct Wgmma<144> {
           "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]),
           "+f"(d[70]), "+f"(d[71])
         : "l"(a), "l"(b), "r"(accumulate));
+#endif
+  }
+};
+
+// D[64, 128] += A[64, 16] B[16, 128] with A from registers and B MN-major in shared memory
+// (wgmma_desc_mn; the instruction's transpose-B bit set). A's fragment per warp is
+// mma.m16n8k16's: a[0] = row r, columns 2q, 2q + 1; a[1] = row r + 8; a[2] = row r, columns
+// 8 + 2q, 9 + 2q; a[3] = row r + 8, those columns (r = 16 warp + lane / 4, q = lane % 4), which
+// is where the accumulator layout above keeps the same elements of a product.
+template <int N>
+struct WgmmaRegA;
+
+template <>
+struct WgmmaRegA<128> {
+  __device__ static __forceinline__ void run(float (&d)[64], const uint32_t (&a)[4], uint64_t b,
+                                             int accumulate) {
+#ifdef TANDEM_WGMMA
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+        "%0, %1, %2, %3, %4, %5, %6, %7, "
+        "%8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, "
+        "%24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, "
+        "%40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, "
+        "%56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 #endif
   }
 };

@@ -179,6 +179,7 @@ struct DeviceBatch {
   }
   void launch(PrefillShape shape, cudaStream_t stream = nullptr) {
     PagedKv kv{dk.get(), dv.get(), dbt.get(), b.max_blocks, dctx.get(), b.bs};
+    kv.slots = int64_t(b.num_blocks) * b.bs;
     if (dk8) {
       kv.k = dk8->get();
       kv.v = dv8->get();
@@ -243,11 +244,13 @@ std::vector<int> all_rows(const PrefillBatch& b) {
   return r;
 }
 
+// kWgmma runs the warpgroup-MMA kernel where it fits (sm_90a, hd 128, bf16 cache, aligned q
+// rows) and the automatic choice elsewhere.
 const PrefillShape kShapes[] = {PrefillShape::kW4R16, PrefillShape::kW8R16, PrefillShape::kW4R32,
-                                PrefillShape::kW8R32, PrefillShape::kAuto};
+                                PrefillShape::kW8R32, PrefillShape::kWgmma, PrefillShape::kAuto};
 std::string shape_name(PrefillShape s) {
   const char* names[] = {"auto", "4 warps x 16 rows", "8 warps x 16 rows", "4 warps x 32 rows",
-                         "8 warps x 32 rows"};
+                         "8 warps x 32 rows", "wgmma"};
   return names[int(s)];
 }
 
@@ -352,6 +355,7 @@ TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
   EXPECT_ANY_THROW(call(4, 2, 96, 0));  // head_dim
   EXPECT_ANY_THROW(call(5, 2, 64, 0));  // Hq % Hkv
   EXPECT_ANY_THROW(call(4, 2, 64, 7));  // block shape
+  EXPECT_ANY_THROW(call(4, 2, 64, -1));
   EXPECT_NO_THROW(call(4, 2, 64, 0));
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
 }

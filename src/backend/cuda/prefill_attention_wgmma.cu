@@ -1,0 +1,347 @@
+#include "backend/cuda/prefill_attention_wgmma.cuh"
+
+#include <climits>
+#include <mutex>
+#include <vector>
+
+#include "backend/cuda/check.cuh"
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/mma.cuh"
+#include "backend/cuda/prefill_attention.cuh"
+#include "backend/cuda/skinny_gemm.cuh"
+#include "backend/cuda/tma.cuh"
+#include "backend/cuda/tma_map.h"
+#include "backend/cuda/wgmma.cuh"
+
+namespace tandem::cuda {
+namespace {
+
+constexpr int kHd = 128;                 // head_dim
+constexpr int kBc = 64;                  // keys per K/V tile
+constexpr int kStages = 2;               // K/V tiles in flight
+constexpr int kWgs = 2;                  // warpgroups; each owns 64 (query row, head) pairs
+constexpr int kBm = 64 * kWgs;           // (query row, head) pairs per block
+constexpr int kThreads = 128 * kWgs;
+constexpr int kRow = 128;                // bytes of a 64-element swizzled row
+constexpr int kQBytes = 2 * kBm * kRow;  // Q: two head_dim halves
+constexpr int kKvBytes = 2 * kBc * kRow; // one K or V tile: two halves
+constexpr int kSmem = 1024 + kQBytes + 2 * kStages * kKvBytes + 2 * kStages * 8;
+
+#ifdef TANDEM_WGMMA
+constexpr int kMaxPages = kBc / 16;  // cache blocks a tile spans (block size >= 16)
+
+__device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Synchronises the 128 threads of warpgroup `wg` (named barrier 1 + wg).
+__device__ __forceinline__ void warpgroup_sync(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(wg + 1) : "memory");
+}
+#endif
+
+// One block = one KV head of one tile of query rows, for a chunk of kBm (query row, head)
+// pairs, flattened as in prefill_attention.cu (m = row * G + head in the group). Warpgroup w
+// owns pairs [64 w, 64 w + 64) of the chunk: S = Q K^T is one m64n64 wgmma chain over
+// head_dim (Q and K from shared memory, K-major), the softmax runs on S's accumulator
+// registers (each thread holds 2 rows x 16 keys), and O += P V is an m64n128 chain with P
+// from registers (the accumulator layout is the A fragment's) and V from shared memory,
+// MN-major. Warp 0 is also the producer: it copies each K/V tile by TMA, a box of
+// (block size) keys x 64 dims per cache block and half, into a 2-stage ring with a full
+// barrier (bytes landed) and an empty one (both warpgroups done) per stage; the block-table
+// entries of the tile it refills next are loaded a tile ahead. Every tile is written in
+// the 128-byte swizzle the wgmma descriptors read: Q rows (cp.async, swizzled by hand) and
+// K/V rows (TMA) 128 bytes a half. In the last tile the V rows past the keys any row reads
+// are zeroed, since they hold stale or unwritten cache slots and 0 * NaN is NaN.
+__global__ void __launch_bounds__(kThreads, 2)
+    prefill_attn_wgmma_kernel(const __grid_constant__ CUtensorMap kmap,
+                              const __grid_constant__ CUtensorMap vmap, const bf16_t* qkv,
+                              int q_stride, const int32_t* positions, const int4* tiles,
+                              int nchunk, const int32_t* block_tables, int max_blocks,
+                              const int32_t* ctx_lens, int bs, int G, int Hkv, float scale_log2,
+                              bf16_t* out, int out_stride) {
+#ifdef TANDEM_WGMMA
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* const Qs = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  unsigned char* const Ks = Qs + kQBytes;               // [stage][half][kBc][128 B]
+  unsigned char* const Vs = Ks + kStages * kKvBytes;    // [stage][half][kBc][128 B]
+  uint64_t* const full = reinterpret_cast<uint64_t*>(Vs + kStages * kKvBytes);
+  uint64_t* const empty = full + kStages;
+  __shared__ int s_pmax[kWgs], s_pmin[kWgs];
+
+  const int chunk = blockIdx.x % nchunk;
+  const int rest = blockIdx.x / nchunk;
+  const int kvh = rest % Hkv;
+  const int4 tile = tiles[rest / Hkv];
+  const int seq = tile.x, row0 = tile.y, nrows = tile.z;
+  const int M = nrows * G, m0 = chunk * kBm;
+  if (m0 >= M) return;  // the whole block, before any barrier
+
+  const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
+  const int qd = lane >> 2, qm = lane & 3;
+  const int mrow = m0 + wg * 64 + ((tid >> 5) & 3) * 16 + qd;  // this thread's rows: +0, +8
+  int p[2];  // their positions (-1: no row)
+  int wmax = -1, wmin = INT_MAX;
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    const int m = mrow + 8 * u;
+    p[u] = m < M ? positions[row0 + m / G] : -1;
+    wmax = max(wmax, p[u]);
+    if (m < M) wmin = min(wmin, p[u]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
+    wmin = min(wmin, __shfl_xor_sync(0xffffffffu, wmin, o));
+  }
+  if (tid < kWgs) {
+    s_pmax[tid] = -1;
+    s_pmin[tid] = INT_MAX;
+  }
+  if (tid == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kWgs);
+    }
+    mbar_init_fence();
+  }
+  // Q pairs of the chunk into shared memory (zeros past M), 16-byte chunk c of pair mr at
+  // half c / 8, swizzled position (c % 8) ^ (mr % 8).
+  for (int i = tid; i < kBm * 16; i += kThreads) {
+    const int mr = i >> 4, c = i & 15, m = m0 + mr;
+    const bool ok = m < M;
+    const bf16_t* g =
+        ok ? qkv + size_t(row0 + m / G) * q_stride + size_t(kvh * G + m % G) * kHd + c * 8 : qkv;
+    cp_async16(Qs + (c >> 3) * (kBm * kRow) + mr * kRow + (((c & 7) ^ (mr & 7)) << 4), g, ok);
+  }
+  cp_async_commit();
+  __syncthreads();  // barriers initialised, s_pmax/s_pmin reset
+  if (lane == 0) {
+    atomicMax(&s_pmax[wg], wmax);
+    atomicMin(&s_pmin[wg], wmin);
+  }
+  __syncthreads();
+  int bmax = -1;
+#pragma unroll
+  for (int w = 0; w < kWgs; ++w) bmax = max(bmax, s_pmax[w]);
+  const int wg_pmax = s_pmax[wg], wg_pmin = s_pmin[wg];
+  const int kend = min(ctx_lens[seq], bmax + 1);  // keys [0, kend) are read by some row
+  const int ntiles = kend > 0 ? (kend + kBc - 1) / kBc : 0;
+  const int32_t* bt = block_tables + size_t(seq) * max_blocks;
+
+  // Producer (warp 0): lane i holds the cache block of the tile's i-th page (loaded a tile
+  // ahead), lane 0 arms the stage's barrier and issues the copies.
+  int my_blk = 0;
+  auto load_pages = [&](int j) {
+    const int kt = j * kBc, np = (min(kt + kBc, kend) - kt + bs - 1) / bs;
+    if (lane < np) my_blk = bt[kt / bs + lane];
+  };
+  auto issue = [&](int j) {  // warp 0, converged
+    const int s = j % kStages, kt = j * kBc, np = (min(kt + kBc, kend) - kt + bs - 1) / bs;
+    if (lane == 0) mbar_arrive_expect(&full[s], uint32_t(np * bs * kRow * 4));
+#pragma unroll
+    for (int i = 0; i < kMaxPages; ++i) {
+      const int slot0 = __shfl_sync(0xffffffffu, my_blk, i) * bs;
+      if (lane == 0 && i < np) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int off = s * kKvBytes + h * kBc * kRow + i * bs * kRow;
+          tma_load_3d(Ks + off, &kmap, h * 64, kvh, slot0, &full[s]);
+          tma_load_3d(Vs + off, &vmap, h * 64, kvh, slot0, &full[s]);
+        }
+      }
+    }
+  };
+  if (tid < 32) {
+    for (int j = 0; j < kStages && j < ntiles; ++j) {
+      load_pages(j);
+      issue(j);
+    }
+  }
+
+  float o[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) o[i] = 0.0f;
+  float m_run[2] = {-1e30f, -1e30f}, l[2] = {0.0f, 0.0f};  // exp2-domain running max, sum
+
+  cp_async_wait<0>();
+  fence_proxy_async_smem();  // Q, written through cp.async, is read by wgmma
+  __syncthreads();
+  const unsigned char* const Qw = Qs + wg * 64 * kRow;
+
+  for (int j = 0; j < ntiles; ++j) {
+    const int s = j % kStages, kt = j * kBc;
+    const uint32_t parity = uint32_t(j / kStages) & 1u;
+    const bool refill = j + kStages < ntiles;
+    if (tid < 32 && refill) load_pages(j + kStages);  // lands while this tile computes
+    mbar_wait(&full[s], parity);
+    if (wg_pmax >= kt) {  // some row of this warpgroup reads this key tile
+      unsigned char* const Kt = Ks + s * kKvBytes;
+      unsigned char* const Vt = Vs + s * kKvBytes;
+      if (kt + kBc > kend) {
+        const int r0 = kend - kt;
+        for (int i = tid & 127; i < (kBc - r0) * 16; i += 128) {
+          const int r = r0 + (i >> 4), c = i & 15;
+          *reinterpret_cast<uint4*>(Vt + (c >> 3) * (kBc * kRow) + r * kRow + (c & 7) * 16) =
+              make_uint4(0, 0, 0, 0);
+        }
+        fence_proxy_async_smem();
+        warpgroup_sync(wg);
+      }
+      // Descriptors advance by (byte offset) / 16 in their address field; the Q base goes
+      // through an opaque move so the compiler does not keep all eight live across tiles.
+      uint64_t qdesc = wgmma_desc(Qw);
+      asm volatile("mov.b64 %0, %0;\n" : "+l"(qdesc));
+      const uint64_t kdesc = wgmma_desc(Kt);
+      float sc[32];
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kHd / 16; ++kk) {  // 16 dims = 32 bytes into the swizzled rows
+        const uint32_t qo = (kk >> 2) * (kBm * kRow) + (kk & 3) * 32;
+        const uint32_t ko = (kk >> 2) * (kBc * kRow) + (kk & 3) * 32;
+        Wgmma<64>::run(sc, qdesc + (qo >> 4), kdesc + (ko >> 4), kk > 0);
+      }
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_hold(sc);
+      if (kt + kBc - 1 > wg_pmin || kt + kBc > kend) {  // diagonal or context end
+#pragma unroll
+        for (int n = 0; n < kBc / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = kt + n * 8 + qm * 2 + (e & 1);
+            if (!(col < kend && col <= p[e >> 1])) sc[4 * n + e] = -INFINITY;
+          }
+      }
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < kBc / 8; ++n)
+          mx = fmaxf(mx, fmaxf(sc[4 * n + 2 * u], sc[4 * n + 2 * u + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float mn = fmaxf(m_run[u], mx * scale_log2);  // -1e30 until a row sees a key
+        const float alpha = fast_exp2(m_run[u] - mn);
+        m_run[u] = mn;
+        float rs = 0.0f;
+#pragma unroll
+        for (int n = 0; n < kBc / 8; ++n) {
+          float& a = sc[4 * n + 2 * u];
+          float& b = sc[4 * n + 2 * u + 1];
+          a = fast_exp2(fmaf(a, scale_log2, -mn));
+          b = fast_exp2(fmaf(b, scale_log2, -mn));
+          rs += a + b;
+        }
+        l[u] = l[u] * alpha + rs;
+#pragma unroll
+        for (int n = 0; n < kHd / 8; ++n) {
+          o[4 * n + 2 * u] *= alpha;
+          o[4 * n + 2 * u + 1] *= alpha;
+        }
+      }
+      uint32_t pa[kBc / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) {
+        pa[kk][0] = pack_bf16(sc[8 * kk + 0], sc[8 * kk + 1]);
+        pa[kk][1] = pack_bf16(sc[8 * kk + 2], sc[8 * kk + 3]);
+        pa[kk][2] = pack_bf16(sc[8 * kk + 4], sc[8 * kk + 5]);
+        pa[kk][3] = pack_bf16(sc[8 * kk + 6], sc[8 * kk + 7]);
+      }
+      const uint64_t vdesc = wgmma_desc_mn(Vt, kBc * kRow);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk)  // keys 16 kk.. = 2048 bytes into each half
+        WgmmaRegA<128>::run(o, pa[kk], vdesc + ((kk * 16 * kRow) >> 4), 1);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_hold(o);
+    }
+    if ((tid & 127) == 0) mbar_arrive(&empty[s]);  // this warpgroup is done with stage s
+    if (tid < 32 && refill) {
+      mbar_wait(&empty[s], parity);
+      issue(j + kStages);
+    }
+  }
+
+#pragma unroll
+  for (int u = 0; u < 2; ++u) {
+    float sum = l[u];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const int m = mrow + 8 * u;
+    if (m >= M) continue;
+    bf16_t* dst =
+        out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * kHd + qm * 2;
+#pragma unroll
+    for (int n = 0; n < kHd / 8; ++n)
+      *reinterpret_cast<__nv_bfloat162*>(dst + n * 8) =
+          __floats2bfloat162_rn(o[4 * n + 2 * u] * inv, o[4 * n + 2 * u + 1] * inv);
+  }
+#endif
+}
+
+// Tensor maps of the caches seen so far (a runner's are fixed: one K and one V per layer),
+// so a step does not re-encode them for every layer.
+struct CacheMap {
+  const void* base;
+  int64_t slots;
+  int Hkv, bs;
+  CUtensorMap map;
+};
+
+CUtensorMap cache_map(const void* base, int64_t slots, int Hkv, int bs) {
+  static std::mutex mu;
+  static std::vector<CacheMap> maps;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const CacheMap& c : maps)
+    if (c.base == base && c.slots == slots && c.Hkv == Hkv && c.bs == bs) return c.map;
+  if (maps.size() >= 512) maps.clear();  // tests allocate many caches; a runner has 2 a layer
+  // [slots][Hkv][128] bf16, read as boxes of 64 dims x 1 head x bs slots.
+  const uint64_t dims[3] = {uint64_t(kHd), uint64_t(Hkv), uint64_t(slots)};
+  const uint64_t strides[2] = {uint64_t(kHd) * 2, uint64_t(Hkv) * kHd * 2};
+  const uint32_t box[3] = {64, 1, uint32_t(bs)};
+  maps.push_back({base, slots, Hkv, bs, bf16_tensor_map("prefill_attention", base, 3, dims,
+                                                        strides, box)});
+  return maps.back().map;
+}
+
+}  // namespace
+
+bool prefill_wgmma_fits(const void* qkv, int q_stride, const PagedKv& kv, int hd) {
+  return hd == kHd && !kv.fp8() && kv.slots > 0 && (kv.block_size == 16 || kv.block_size == 32 ||
+                                                    kv.block_size == 64) &&
+         q_stride % 8 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(kv.k) % 16 == 0 &&
+         reinterpret_cast<uintptr_t>(kv.v) % 16 == 0 && skinny_supported();
+}
+
+void prefill_attention_wgmma(const bf16_t* qkv, int q_stride, const int32_t* positions,
+                             const int32_t* tiles, int num_tiles, const PagedKv& kv, bf16_t* out,
+                             int out_stride, int G, int Hkv, float scale_log2,
+                             cudaStream_t stream) {
+  if (!prefill_wgmma_fits(qkv, q_stride, kv, kHd))
+    cuda_fail("prefill_attention", "the wgmma kernel does not fit this call", __FILE__, __LINE__);
+  static const bool attr = [] {
+    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(prefill_attn_wgmma_kernel,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    return true;
+  }();
+  (void)attr;
+  const CUtensorMap km = cache_map(kv.k, kv.slots, Hkv, kv.block_size);
+  const CUtensorMap vm = cache_map(kv.v, kv.slots, Hkv, kv.block_size);
+  const int nchunk = (kPrefillTileRows * G + kBm - 1) / kBm;
+  const long long blocks = (long long)num_tiles * Hkv * nchunk;
+  if (blocks > INT_MAX) cuda_fail("prefill_attention", "too many tiles", __FILE__, __LINE__);
+  prefill_attn_wgmma_kernel<<<unsigned(blocks), kThreads, kSmem, stream>>>(
+      km, vm, qkv, q_stride, positions, reinterpret_cast<const int4*>(tiles), nchunk,
+      kv.block_tables, kv.max_blocks, kv.ctx_lens, kv.block_size, G, Hkv, scale_log2, out,
+      out_stride);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace tandem::cuda
