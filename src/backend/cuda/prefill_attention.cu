@@ -466,8 +466,9 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
   const int G = Hq / Hkv;
   // Q rows staged with 16-byte copies (the 32-row shapes) need 16-byte aligned rows.
   const bool q_aligned = q_stride % 8 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0;
-  int dev = 0;
+  int dev = 0, sms = 0;
   TANDEM_CUDA_CHECK(cudaGetDevice(&dev));
+  TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   const float scale_log2 = scale * 1.4426950408889634f;
   if (shape == PrefillShape::kAuto) {
     static const int forced = [] {  // TANDEM_PREFILL_SHAPE=1..5 picks one (benchmarks)
@@ -476,8 +477,18 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
     }();
     if (forced >= 1 && forced <= int(PrefillShape::kWgmma)) shape = PrefillShape(forced);
   }
-  if (shape == PrefillShape::kWgmma || shape == PrefillShape::kAuto) {
-    if (prefill_wgmma_fits(qkv, q_stride, kv, hd)) {
+  // Blocks of 128 (query row, head) pairs: the wgmma kernel's, and the 8 x 32 shape's.
+  const long long big_blocks = (long long)num_tiles * Hkv * ((kPrefillTileRows * G + 127) / 128);
+  // The wgmma kernel where it fits, unless the work fills under half the GPU (a prompt chunk
+  // of ~64 rows beside decodes: there the 4 x 16 shape's 64-pair blocks spread wider; H200,
+  // 64 decodes + 64 prompt tokens: 10.55 against 10.73 ms a step).
+  static const bool wgmma_off = [] {  // TANDEM_PREFILL_WGMMA=0: the automatic choice skips it
+    const char* e = std::getenv("TANDEM_PREFILL_WGMMA");
+    return e && std::atoi(e) == 0;
+  }();
+  if (shape == PrefillShape::kWgmma ||
+      (shape == PrefillShape::kAuto && !wgmma_off && 2 * big_blocks >= sms)) {
+    if (prefill_wgmma_fits(qkv, q_stride, kv, hd, Hkv)) {
       prefill_attention_wgmma(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
                               Hkv, scale_log2, stream);
       return;
@@ -488,10 +499,6 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
     // 128 query rows x heads per K/V tile halve the L2 traffic of 64 and 32-row warps
     // halve the shared-memory reads per mma, but big blocks leave SMs idle in a short
     // last wave: take them only when there are several waves of them.
-    int sms = 0;
-    TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const long long big_blocks =
-        (long long)num_tiles * Hkv * ((kPrefillTileRows * G + 127) / 128);
     // H200, 8192 query rows at 8k/16k context (PrefillAttentionTiming): 8x32 200 TFLOP/s,
     // 4x32 183, 8x16 170, 4x16 133.
     shape = big_blocks >= 4LL * sms ? PrefillShape::kW8R32 : PrefillShape::kW4R16;

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
 #include "backend/cuda/skinny_gemm.cuh"
@@ -16,20 +17,24 @@
 namespace tandem::cuda {
 namespace {
 
-constexpr int kHd = 128;                 // head_dim
-constexpr int kBc = 64;                  // keys per K/V tile
-constexpr int kStages = 2;               // K/V tiles in flight
-constexpr int kWgs = 2;                  // warpgroups; each owns 64 (query row, head) pairs
-constexpr int kBm = 64 * kWgs;           // (query row, head) pairs per block
+constexpr int kHd = 128;                  // head_dim
+constexpr int kRow = 128;                 // bytes of a 64-element swizzled bf16 row
+constexpr int kBc = 64;                   // keys per K/V tile
+constexpr int kStages = 2;                // K/V tiles in flight
+constexpr int kWgs = 2;                   // warpgroups; each owns 64 (query row, head) pairs
+constexpr int kBm = 64 * kWgs;            // (query row, head) pairs per block
 constexpr int kThreads = 128 * kWgs;
-constexpr int kRow = 128;                // bytes of a 64-element swizzled row
-constexpr int kQBytes = 2 * kBm * kRow;  // Q: two head_dim halves
-constexpr int kKvBytes = 2 * kBc * kRow; // one K or V tile: two halves
-constexpr int kSmem = 1024 + kQBytes + 2 * kStages * kKvBytes + 2 * kStages * 8;
+constexpr int kQBytes = 2 * kBm * kRow;   // Q: two head_dim halves
+constexpr int kKvBytes = 2 * kBc * kRow;  // one bf16 K or V tile: two halves
+constexpr int kF8MaxHkv = 8;              // FP8: scale rows staged per key (Hkv 4 or 8)
+constexpr int kF8Codes = kBc * kHd;       // FP8: one staged K or V tile of codes
+constexpr int kF8Scales = kBc * kF8MaxHkv * 4;
+// bf16: Q, K and V rings. FP8: Q, one widened K and V, rings of codes and scale rows.
+constexpr int kSmemBf16 = 1024 + kQBytes + 2 * kStages * kKvBytes + 2 * kStages * 8;
+constexpr int kSmemF8 =
+    1024 + kQBytes + 2 * kKvBytes + 2 * kStages * (kF8Codes + kF8Scales) + 2 * kStages * 8;
 
 #ifdef TANDEM_WGMMA
-constexpr int kMaxPages = kBc / 16;  // cache blocks a tile spans (block size >= 16)
-
 __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
@@ -48,27 +53,45 @@ __device__ __forceinline__ void warpgroup_sync(int wg) {
 // head_dim (Q and K from shared memory, K-major), the softmax runs on S's accumulator
 // registers (each thread holds 2 rows x 16 keys), and O += P V is an m64n128 chain with P
 // from registers (the accumulator layout is the A fragment's) and V from shared memory,
-// MN-major. Warp 0 is also the producer: it copies each K/V tile by TMA, a box of
-// (block size) keys x 64 dims per cache block and half, into a 2-stage ring with a full
-// barrier (bytes landed) and an empty one (both warpgroups done) per stage; the block-table
-// entries of the tile it refills next are loaded a tile ahead. Every tile is written in
-// the 128-byte swizzle the wgmma descriptors read: Q rows (cp.async, swizzled by hand) and
-// K/V rows (TMA) 128 bytes a half. In the last tile the V rows past the keys any row reads
-// are zeroed, since they hold stale or unwritten cache slots and 0 * NaN is NaN.
+// MN-major. Warp 0 is also the producer: it copies each K/V tile by TMA, one box per cache
+// block (and half), into a 2-stage ring with a full barrier (bytes landed) and an empty one
+// (both warpgroups done) per stage; the block-table entries of a refill are loaded a tile
+// ahead. Every operand tile is in the 128-byte swizzle the wgmma descriptors read: Q rows
+// (cp.async, swizzled by hand) and K/V rows (TMA) 128 bytes a half. In the last tile the V
+// rows past the keys any row reads are zeroed: they hold stale or unwritten slots, and
+// 0 * NaN is NaN.
+//
+// F8 (FP8 cache, kv_fp8.cuh): the ring holds codes and the scale rows of the tile's keys
+// (all KV heads of a key: TMA boxes must be 16 bytes wide); each tile, all threads widen
+// their share to bf16(code * scale) into one swizzled K and V tile (zeros past the keys
+// read), between two block barriers, then the math is the bf16 path's. The widened values
+// are those of the mma.sync kernel's FP8 path.
+// A warp whose rows all kept their running max skips the accumulator rescale (H200, 8k-16k
+// contexts: +0.3-1.5%).
+template <bool F8>
 __global__ void __launch_bounds__(kThreads, 2)
     prefill_attn_wgmma_kernel(const __grid_constant__ CUtensorMap kmap,
-                              const __grid_constant__ CUtensorMap vmap, const bf16_t* qkv,
+                              const __grid_constant__ CUtensorMap vmap,
+                              const __grid_constant__ CUtensorMap ksmap,
+                              const __grid_constant__ CUtensorMap vsmap, const bf16_t* qkv,
                               int q_stride, const int32_t* positions, const int4* tiles,
                               int nchunk, const int32_t* block_tables, int max_blocks,
                               const int32_t* ctx_lens, int bs, int G, int Hkv, float scale_log2,
                               bf16_t* out, int out_stride) {
 #ifdef TANDEM_WGMMA
+  constexpr int kMaxPages = kBc / 16;  // cache blocks a tile spans (block size >= 16)
   extern __shared__ unsigned char smem_raw[];
   unsigned char* const Qs = reinterpret_cast<unsigned char*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  unsigned char* const Ks = Qs + kQBytes;               // [stage][half][kBc][128 B]
-  unsigned char* const Vs = Ks + kStages * kKvBytes;    // [stage][half][kBc][128 B]
-  uint64_t* const full = reinterpret_cast<uint64_t*>(Vs + kStages * kKvBytes);
+  // bf16: K, V [stage][half][kBc][128 B]. F8: K, V [half][kBc][128 B] widened, then codes
+  // [stage][kBc][hd] and scale rows [stage][kBc][Hkv].
+  unsigned char* const Ks = Qs + kQBytes;
+  unsigned char* const Vs = Ks + (F8 ? 1 : kStages) * kKvBytes;
+  unsigned char* const K8 = Vs + (F8 ? 1 : kStages) * kKvBytes;
+  unsigned char* const V8 = K8 + (F8 ? kStages * kF8Codes : 0);
+  float* const Ksc = reinterpret_cast<float*>(V8 + (F8 ? kStages * kF8Codes : 0));
+  float* const Vsc = Ksc + (F8 ? kStages * kF8Scales / 4 : 0);
+  uint64_t* const full = reinterpret_cast<uint64_t*>(Vsc + (F8 ? kStages * kF8Scales / 4 : 0));
   uint64_t* const empty = full + kStages;
   __shared__ int s_pmax[kWgs], s_pmin[kWgs];
 
@@ -141,16 +164,25 @@ __global__ void __launch_bounds__(kThreads, 2)
   };
   auto issue = [&](int j) {  // warp 0, converged
     const int s = j % kStages, kt = j * kBc, np = (min(kt + kBc, kend) - kt + bs - 1) / bs;
-    if (lane == 0) mbar_arrive_expect(&full[s], uint32_t(np * bs * kRow * 4));
+    const int per_key = F8 ? 2 * (kHd + Hkv * 4) : 4 * kRow;
+    if (lane == 0) mbar_arrive_expect(&full[s], uint32_t(np * bs * per_key));
 #pragma unroll
     for (int i = 0; i < kMaxPages; ++i) {
       const int slot0 = __shfl_sync(0xffffffffu, my_blk, i) * bs;
       if (lane == 0 && i < np) {
+        if constexpr (F8) {
+          const int key = i * bs;
+          tma_load_3d(K8 + s * kF8Codes + key * kHd, &kmap, 0, kvh, slot0, &full[s]);
+          tma_load_3d(V8 + s * kF8Codes + key * kHd, &vmap, 0, kvh, slot0, &full[s]);
+          tma_load_2d(Ksc + s * (kF8Scales / 4) + key * Hkv, &ksmap, 0, slot0, &full[s]);
+          tma_load_2d(Vsc + s * (kF8Scales / 4) + key * Hkv, &vsmap, 0, slot0, &full[s]);
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int off = s * kKvBytes + h * kBc * kRow + i * bs * kRow;
-          tma_load_3d(Ks + off, &kmap, h * 64, kvh, slot0, &full[s]);
-          tma_load_3d(Vs + off, &vmap, h * 64, kvh, slot0, &full[s]);
+          for (int h = 0; h < 2; ++h) {
+            const int off = s * kKvBytes + h * kBc * kRow + i * bs * kRow;
+            tma_load_3d(Ks + off, &kmap, h * 64, kvh, slot0, &full[s]);
+            tma_load_3d(Vs + off, &vmap, h * 64, kvh, slot0, &full[s]);
+          }
         }
       }
     }
@@ -178,10 +210,28 @@ __global__ void __launch_bounds__(kThreads, 2)
     const bool refill = j + kStages < ntiles;
     if (tid < 32 && refill) load_pages(j + kStages);  // lands while this tile computes
     mbar_wait(&full[s], parity);
+    unsigned char* const Kt = Ks + (F8 ? 0 : s * kKvBytes);
+    unsigned char* const Vt = Vs + (F8 ? 0 : s * kKvBytes);
+    if constexpr (F8) {
+      __syncthreads();  // every warpgroup is done with the previous widened tile
+      const int valid = min(kBc, kend - kt);  // keys loaded and read; zeros after
+      for (int i = tid; i < 2 * kBc * 16; i += kThreads) {
+        const int t = i / (kBc * 16), r = (i >> 4) % kBc, c = i & 15;
+        uint4 w = make_uint4(0, 0, 0, 0);
+        if (r < valid) {
+          const uint2 q = *reinterpret_cast<const uint2*>((t ? V8 : K8) + s * kF8Codes +
+                                                          r * kHd + c * 8);
+          w = kv_fp8x8_to_bf16(q, (t ? Vsc : Ksc)[s * (kF8Scales / 4) + r * Hkv + kvh]);
+        }
+        *reinterpret_cast<uint4*>((t ? Vt : Kt) + (c >> 3) * (kBc * kRow) + r * kRow +
+                                  (((c & 7) ^ (r & 7)) << 4)) = w;
+      }
+      fence_proxy_async_smem();
+      __syncthreads();  // the widened tile is complete; stage s is free
+      if (tid < 32 && refill) issue(j + kStages);
+    }
     if (wg_pmax >= kt) {  // some row of this warpgroup reads this key tile
-      unsigned char* const Kt = Ks + s * kKvBytes;
-      unsigned char* const Vt = Vs + s * kKvBytes;
-      if (kt + kBc > kend) {
+      if (!F8 && kt + kBc > kend) {
         const int r0 = kend - kt;
         for (int i = tid & 127; i < (kBc - r0) * 16; i += 128) {
           const int r = r0 + (i >> 4), c = i & 15;
@@ -196,13 +246,13 @@ __global__ void __launch_bounds__(kThreads, 2)
       uint64_t qdesc = wgmma_desc(Qw);
       asm volatile("mov.b64 %0, %0;\n" : "+l"(qdesc));
       const uint64_t kdesc = wgmma_desc(Kt);
-      float sc[32];
+      float sc[kBc / 2];
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < kHd / 16; ++kk) {  // 16 dims = 32 bytes into the swizzled rows
         const uint32_t qo = (kk >> 2) * (kBm * kRow) + (kk & 3) * 32;
         const uint32_t ko = (kk >> 2) * (kBc * kRow) + (kk & 3) * 32;
-        Wgmma<64>::run(sc, qdesc + (qo >> 4), kdesc + (ko >> 4), kk > 0);
+        Wgmma<kBc>::run(sc, qdesc + (qo >> 4), kdesc + (ko >> 4), kk > 0);
       }
       wgmma_commit();
       wgmma_wait<0>();
@@ -216,6 +266,7 @@ __global__ void __launch_bounds__(kThreads, 2)
             if (!(col < kend && col <= p[e >> 1])) sc[4 * n + e] = -INFINITY;
           }
       }
+      float alpha[2];
 #pragma unroll
       for (int u = 0; u < 2; ++u) {
         float mx = -INFINITY;
@@ -225,7 +276,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float mn = fmaxf(m_run[u], mx * scale_log2);  // -1e30 until a row sees a key
-        const float alpha = fast_exp2(m_run[u] - mn);
+        alpha[u] = fast_exp2(m_run[u] - mn);
         m_run[u] = mn;
         float rs = 0.0f;
 #pragma unroll
@@ -236,11 +287,15 @@ __global__ void __launch_bounds__(kThreads, 2)
           b = fast_exp2(fmaf(b, scale_log2, -mn));
           rs += a + b;
         }
-        l[u] = l[u] * alpha + rs;
+        l[u] = l[u] * alpha[u] + rs;
+      }
+      if (__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
         for (int n = 0; n < kHd / 8; ++n) {
-          o[4 * n + 2 * u] *= alpha;
-          o[4 * n + 2 * u + 1] *= alpha;
+          o[4 * n] *= alpha[0];
+          o[4 * n + 1] *= alpha[0];
+          o[4 * n + 2] *= alpha[1];
+          o[4 * n + 3] *= alpha[1];
         }
       }
       uint32_t pa[kBc / 16][4];
@@ -260,10 +315,12 @@ __global__ void __launch_bounds__(kThreads, 2)
       wgmma_wait<0>();
       wgmma_hold(o);
     }
-    if ((tid & 127) == 0) mbar_arrive(&empty[s]);  // this warpgroup is done with stage s
-    if (tid < 32 && refill) {
-      mbar_wait(&empty[s], parity);
-      issue(j + kStages);
+    if constexpr (!F8) {
+      if ((tid & 127) == 0) mbar_arrive(&empty[s]);  // this warpgroup is done with stage s
+      if (tid < 32 && refill) {
+        mbar_wait(&empty[s], parity);
+        issue(j + kStages);
+      }
     }
   }
 
@@ -285,62 +342,97 @@ __global__ void __launch_bounds__(kThreads, 2)
 #endif
 }
 
-// Tensor maps of the caches seen so far (a runner's are fixed: one K and one V per layer),
-// so a step does not re-encode them for every layer.
+// Tensor maps of the caches seen so far (a runner's are fixed: K and V, and their scales,
+// per layer), so a step does not re-encode them for every layer.
 struct CacheMap {
   const void* base;
   int64_t slots;
-  int Hkv, bs;
+  int Hkv, bs, kind;
   CUtensorMap map;
 };
 
-CUtensorMap cache_map(const void* base, int64_t slots, int Hkv, int bs) {
+// kind 0: bf16 vectors [slots][Hkv][128], boxes of 64 dims x 1 head x bs slots, swizzled.
+// kind 1: e4m3 codes, same layout, boxes of 128 codes x 1 head x bs slots.
+// kind 2: fp32 scales [slots][Hkv], boxes of Hkv x bs.
+CUtensorMap cache_map(const void* base, int64_t slots, int Hkv, int bs, int kind) {
   static std::mutex mu;
   static std::vector<CacheMap> maps;
   std::lock_guard<std::mutex> lock(mu);
   for (const CacheMap& c : maps)
-    if (c.base == base && c.slots == slots && c.Hkv == Hkv && c.bs == bs) return c.map;
-  if (maps.size() >= 512) maps.clear();  // tests allocate many caches; a runner has 2 a layer
-  // [slots][Hkv][128] bf16, read as boxes of 64 dims x 1 head x bs slots.
-  const uint64_t dims[3] = {uint64_t(kHd), uint64_t(Hkv), uint64_t(slots)};
-  const uint64_t strides[2] = {uint64_t(kHd) * 2, uint64_t(Hkv) * kHd * 2};
-  const uint32_t box[3] = {64, 1, uint32_t(bs)};
-  maps.push_back({base, slots, Hkv, bs, bf16_tensor_map("prefill_attention", base, 3, dims,
-                                                        strides, box)});
-  return maps.back().map;
+    if (c.base == base && c.slots == slots && c.Hkv == Hkv && c.bs == bs && c.kind == kind)
+      return c.map;
+  if (maps.size() >= 512) maps.clear();  // tests allocate many caches; a runner has 4 a layer
+  const int el = kind == 0 ? 2 : 1;
+  const uint64_t dims3[3] = {uint64_t(kHd), uint64_t(Hkv), uint64_t(slots)};
+  const uint64_t strides3[2] = {uint64_t(kHd) * el, uint64_t(Hkv) * kHd * el};
+  const uint32_t box3[3] = {kind == 0 ? 64u : uint32_t(kHd), 1, uint32_t(bs)};
+  const uint64_t dims2[2] = {uint64_t(Hkv), uint64_t(slots)};
+  const uint64_t strides2[1] = {uint64_t(Hkv) * 4};
+  const uint32_t box2[2] = {uint32_t(Hkv), uint32_t(bs)};
+  CUtensorMap m =
+      kind == 2
+          ? tensor_map("prefill_attention", CU_TENSOR_MAP_DATA_TYPE_FLOAT32, base, 2, dims2,
+                       strides2, box2, CU_TENSOR_MAP_SWIZZLE_NONE)
+          : tensor_map("prefill_attention",
+                       kind == 0 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8,
+                       base, 3, dims3, strides3, box3,
+                       kind == 0 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
+  maps.push_back({base, slots, Hkv, bs, kind, m});
+  return m;
+}
+
+template <bool F8>
+void launch(const CUtensorMap& km, const CUtensorMap& vm, const CUtensorMap& ksm,
+            const CUtensorMap& vsm, const bf16_t* qkv, int q_stride, const int32_t* positions,
+            const int32_t* tiles, int num_tiles, const PagedKv& kv, bf16_t* out, int out_stride,
+            int G, int Hkv, float scale_log2, cudaStream_t stream) {
+  constexpr int smem = F8 ? kSmemF8 : kSmemBf16;
+  auto kernel = prefill_attn_wgmma_kernel<F8>;
+  static const bool attr = [&] {
+    TANDEM_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    return true;
+  }();
+  (void)attr;
+  const int nchunk = (kPrefillTileRows * G + kBm - 1) / kBm;
+  const long long blocks = (long long)num_tiles * Hkv * nchunk;
+  if (blocks > INT_MAX) cuda_fail("prefill_attention", "too many tiles", __FILE__, __LINE__);
+  kernel<<<unsigned(blocks), kThreads, smem, stream>>>(
+      km, vm, ksm, vsm, qkv, q_stride, positions, reinterpret_cast<const int4*>(tiles), nchunk,
+      kv.block_tables, kv.max_blocks, kv.ctx_lens, kv.block_size, G, Hkv, scale_log2, out,
+      out_stride);
 }
 
 }  // namespace
 
-bool prefill_wgmma_fits(const void* qkv, int q_stride, const PagedKv& kv, int hd) {
-  return hd == kHd && !kv.fp8() && kv.slots > 0 && (kv.block_size == 16 || kv.block_size == 32 ||
-                                                    kv.block_size == 64) &&
-         q_stride % 8 == 0 && reinterpret_cast<uintptr_t>(qkv) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(kv.k) % 16 == 0 &&
-         reinterpret_cast<uintptr_t>(kv.v) % 16 == 0 && skinny_supported();
+bool prefill_wgmma_fits(const void* qkv, int q_stride, const PagedKv& kv, int hd, int Hkv) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return hd == kHd && kv.slots > 0 &&
+         (kv.block_size == 16 || kv.block_size == 32 || kv.block_size == 64) &&
+         q_stride % 8 == 0 && aligned(qkv) && aligned(kv.k) && aligned(kv.v) &&
+         (!kv.fp8() || ((Hkv == 4 || Hkv == kF8MaxHkv) && aligned(kv.k_scale) &&
+                        aligned(kv.v_scale))) &&
+         skinny_supported();
 }
 
 void prefill_attention_wgmma(const bf16_t* qkv, int q_stride, const int32_t* positions,
                              const int32_t* tiles, int num_tiles, const PagedKv& kv, bf16_t* out,
                              int out_stride, int G, int Hkv, float scale_log2,
                              cudaStream_t stream) {
-  if (!prefill_wgmma_fits(qkv, q_stride, kv, kHd))
+  if (!prefill_wgmma_fits(qkv, q_stride, kv, kHd, Hkv))
     cuda_fail("prefill_attention", "the wgmma kernel does not fit this call", __FILE__, __LINE__);
-  static const bool attr = [] {
-    TANDEM_CUDA_CHECK(cudaFuncSetAttribute(prefill_attn_wgmma_kernel,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    return true;
-  }();
-  (void)attr;
-  const CUtensorMap km = cache_map(kv.k, kv.slots, Hkv, kv.block_size);
-  const CUtensorMap vm = cache_map(kv.v, kv.slots, Hkv, kv.block_size);
-  const int nchunk = (kPrefillTileRows * G + kBm - 1) / kBm;
-  const long long blocks = (long long)num_tiles * Hkv * nchunk;
-  if (blocks > INT_MAX) cuda_fail("prefill_attention", "too many tiles", __FILE__, __LINE__);
-  prefill_attn_wgmma_kernel<<<unsigned(blocks), kThreads, kSmem, stream>>>(
-      km, vm, qkv, q_stride, positions, reinterpret_cast<const int4*>(tiles), nchunk,
-      kv.block_tables, kv.max_blocks, kv.ctx_lens, kv.block_size, G, Hkv, scale_log2, out,
-      out_stride);
+  const bool f8 = kv.fp8();
+  const int bs = kv.block_size;
+  const CUtensorMap km = cache_map(kv.k, kv.slots, Hkv, bs, f8 ? 1 : 0);
+  const CUtensorMap vm = cache_map(kv.v, kv.slots, Hkv, bs, f8 ? 1 : 0);
+  const CUtensorMap ksm = f8 ? cache_map(kv.k_scale, kv.slots, Hkv, bs, 2) : km;
+  const CUtensorMap vsm = f8 ? cache_map(kv.v_scale, kv.slots, Hkv, bs, 2) : km;
+  if (f8)
+    launch<true>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out,
+                 out_stride, G, Hkv, scale_log2, stream);
+  else
+    launch<false>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out,
+                  out_stride, G, Hkv, scale_log2, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

@@ -263,11 +263,12 @@ using KernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16_t*, int, i
 
 // A 2-D bf16 tensor map over `rows` rows of K elements `ld` apart at W, read in boxes of
 // 64 x box_rows with the 128-byte swizzle; rows and columns past the end read as zeros.
-CUtensorMap tensor_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
+CUtensorMap operand_map(const bf16_t* W, int rows, int K, int ld, int box_rows) {
   const uint64_t dims[2] = {uint64_t(K), uint64_t(rows)};
   const uint64_t strides[1] = {uint64_t(ld) * sizeof(bf16_t)};
   const uint32_t box[2] = {uint32_t(kBK), uint32_t(box_rows)};
-  return bf16_tensor_map("skinny_gemm", W, 2, dims, strides, box);
+  return tensor_map("skinny_gemm", CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, W, 2, dims, strides, box,
+                    CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 int tiles_x(int T) { return (T + 63) / 64; }
@@ -405,9 +406,9 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
   cudaLaunchAttribute attrs[2];
   int per_split = 0;
   cudaLaunchConfig_t cfg = config(plan, N, K, mt, swiglu, stream, attrs, per_split);
-  const CUtensorMap xm = tensor_map(X, T, K, ldx, 64 * mt);
-  const CUtensorMap wa = tensor_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
-  const CUtensorMap wb = swiglu ? tensor_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
+  const CUtensorMap xm = operand_map(X, T, K, ldx, 64 * mt);
+  const CUtensorMap wa = operand_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
+  const CUtensorMap wb = swiglu ? operand_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
   TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu, norm), xm, wa, wb, Y, ldy,
                                        T, N, K, per_split, plan.rot, norm ? norm_eps : 0.0f));
 }

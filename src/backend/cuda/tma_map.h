@@ -8,11 +8,12 @@
 
 namespace tandem::cuda {
 
-// A bf16 tensor of `rank` (2..5) dimensions at `base`: dims[0] elements contiguous, dimension
-// i > 0 strides[i - 1] bytes apart; copied in boxes of box[] elements with the 128-byte
-// swizzle (box[0] * 2 must be 128), elements past the end read as zeros. Fails (cuda_fail,
-// naming `who`) where the driver has no TMA or refuses the shape.
-CUtensorMap bf16_tensor_map(const char* who, const void* base, int rank, const uint64_t* dims,
-                            const uint64_t* strides, const uint32_t* box);
+// A tensor of `rank` (2..5) dimensions of `type` at `base`: dims[0] elements contiguous,
+// dimension i > 0 strides[i - 1] bytes apart; copied in boxes of box[] elements with
+// `swizzle` (SWIZZLE_128B needs 128-byte box rows), elements past the end read as zeros.
+// Fails (cuda_fail, naming `who`) where the driver has no TMA or refuses the shape.
+CUtensorMap tensor_map(const char* who, CUtensorMapDataType type, const void* base, int rank,
+                       const uint64_t* dims, const uint64_t* strides, const uint32_t* box,
+                       CUtensorMapSwizzle swizzle);
 
 }  // namespace tandem::cuda

@@ -244,8 +244,8 @@ std::vector<int> all_rows(const PrefillBatch& b) {
   return r;
 }
 
-// kWgmma runs the warpgroup-MMA kernel where it fits (sm_90a, hd 128, bf16 cache, aligned q
-// rows) and the automatic choice elsewhere.
+// kWgmma runs the warpgroup-MMA kernel where it fits (sm_90a, hd 128, aligned q rows; with an
+// FP8 cache 4 or 8 KV heads) and the automatic choice elsewhere.
 const PrefillShape kShapes[] = {PrefillShape::kW4R16, PrefillShape::kW8R16, PrefillShape::kW4R32,
                                 PrefillShape::kW8R32, PrefillShape::kWgmma, PrefillShape::kAuto};
 std::string shape_name(PrefillShape s) {
@@ -275,6 +275,10 @@ std::vector<Case> prefill_cases() {
       {"G2 hd128 bs32", {40, 0}, {130, 37}, 4, 2, 128, 32, 1.0},
       {"G1 hd32 bs16", {9, 0}, {70, 200}, 3, 3, 32, 16, 1.0},
       {"G2 hd16 bs32", {0, 333}, {129, 64}, 4, 2, 16, 32, 1.0},
+      // Qwen3's 8 KV heads (and 4): the FP8 cache's scale rows fit the wgmma kernel's copies.
+      {"G5 Hkv8 hd128 bs16", {0, 300, 17}, {129, 77, 200}, 40, 8, 128, 16, 1.0},
+      {"G4 Hkv4 hd128 bs32", {1000, 0}, {65, 190}, 16, 4, 128, 32, 1.5},
+      {"G5 Hkv8 hd128 bs64", {70, 0}, {3, 140}, 40, 8, 128, 64, 1.0},
       // q rows only 4-byte aligned: the 32-row shapes fall back to registers-only loads.
       {"unaligned q G5 hd128", {3, 0}, {131, 64}, 10, 2, 128, 16, 1.0, 2},
   };
