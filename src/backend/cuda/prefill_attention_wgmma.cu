@@ -314,6 +314,8 @@ __global__ void __launch_bounds__(kThreads, 2)
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_hold(o);
+#pragma unroll
+      for (int kk = 0; kk < kBc / 16; ++kk) wgmma_hold(pa[kk]);  // read until the wait
     }
     if constexpr (!F8) {
       if ((tid & 127) == 0) mbar_arrive(&empty[s]);  // this warpgroup is done with stage s

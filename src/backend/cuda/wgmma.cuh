@@ -54,6 +54,14 @@ __device__ __forceinline__ void wgmma_hold(float (&d)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+// The same for A fragments in registers that an issued wgmma still reads: they stay live and
+// unchanged (not reused by the compiler) until after the wait.
+template <int R>
+__device__ __forceinline__ void wgmma_hold(uint32_t (&a)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+r"(a[i])::"memory");
+}
+
 // The shapes the kernels use (N = 64, 80, 128 and 144).
 template <int N>
 struct Wgmma;
