@@ -58,7 +58,8 @@ part bench_nopdl 200 env TANDEM_PDL=0 "$BIN/tandem" bench --model "$BENCH_MODEL"
 part bench_noskinny 200 env TANDEM_SKINNY=0 "$BIN/tandem" bench --model "$BENCH_MODEL" \
   --sections batch
 # A/B of the two decode attention kernels (tensor cores vs the portable CUDA-core one) and
-# of the prefill attention block shapes (1 = 4x16 rows, 2 = 8x16, 3 = 4x32, 4 = 8x32).
+# of the prefill attention kernels (mma.sync shapes 1 = 4x16 rows, 2 = 8x16, 3 = 4x32,
+# 4 = 8x32; the default is the wgmma kernel on sm_90a).
 part bench_attn_portable 200 env TANDEM_DECODE_ATTN=portable "$BIN/tandem" bench \
   --model "$BENCH_MODEL" --sections decode1,batch
 for shape in 1 2 4; do

@@ -219,8 +219,8 @@ DecodeMma pick_decode_mma(int items, int splits, int num_sms, bool fp8) {
   // batch`): with one split, narrow is faster wherever its waves are as full as wide's (40 /
   // 48 / 64 sequences: decode steps +3.5 / +3.4 / +1%; 128: +2%; 256: +3%) and slower where
   // they are not (96 sequences: 1.45 narrow waves, -2.4%). Split grids (batches of 2-32,
-  // splits of at most a few 64-key tiles) lost 0.5-3.5% narrow or were even, and a grid that
-  // fits one wide wave keeps the wide shape's extra warps.
+  // splits of at most a few 64-key tiles, as splits were then) lost 0.5-3.5% narrow or were
+  // even, and a grid that fits one wide wave keeps the wide shape's extra warps.
   //
   // FP8 (DecodeAttentionTiming, contexts of 528): wide wherever one wide wave holds the grid
   // (batch 1 and 8: 6.2 / 15.9 us against 7.0 / 22.4 narrow), otherwise the shape whose waves
@@ -242,8 +242,13 @@ size_t decode_attention_workspace(int S, int Hq, int hd, int splits) {
 }
 
 int decode_attention_splits(int S, int Hkv, int num_sms) {
+  // About one block an SM, at most 16 splits: each split's partial costs the merging block a
+  // pass, so past that more splits cost more than they spread. H200, Qwen3-14B, against 2
+  // blocks an SM and at most 32 (tok/s, with kDecodeMinSplitTokens 128 against 64): batch 1
+  // at contexts 512 / 2,048 / 8,192 +1.1 / +5.1 / +3.6%, batch 8 +1.8 / +3.3 / +7.4%, batch 32
+  // +4.6 / +4.5 / +2.1%; from batch 33 up both give one split.
   const int blocks = std::max(1, S * Hkv);
-  return std::clamp((2 * num_sms + blocks - 1) / blocks, 1, 32);
+  return std::clamp((num_sms + blocks - 1) / blocks, 1, 16);
 }
 
 void decode_attention(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stride, int S,

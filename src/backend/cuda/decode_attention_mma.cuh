@@ -11,7 +11,8 @@
 
 namespace tandem::cuda {
 
-constexpr int kDecodeMinSplitTokens = 64;  // a split covers at least this many keys
+// A split covers at least this many keys (with decode_attention_splits' count: see there).
+constexpr int kDecodeMinSplitTokens = 128;
 
 // Splits a sequence of `ctx` cached tokens really uses out of `splits` (blocks past it exit).
 __host__ __device__ inline int decode_effective_splits(int ctx, int splits) {

@@ -342,10 +342,10 @@ TEST(CudaKernels, DecodeAttentionShapeChoice) {
   auto pick = [](int S) {
     return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132);
   };
-  EXPECT_EQ(pick(1), DecodeMma::kWide);      // 32 splits
-  EXPECT_EQ(pick(16), DecodeMma::kWide);     // 3 splits
-  EXPECT_EQ(pick(32), DecodeMma::kWide);     // 2 splits
-  EXPECT_EQ(pick(33), DecodeMma::kWide);     // one split, 264 blocks: one wide wave
+  EXPECT_EQ(pick(1), DecodeMma::kWide);      // 16 splits
+  EXPECT_EQ(pick(16), DecodeMma::kWide);     // 2 splits
+  EXPECT_EQ(pick(32), DecodeMma::kWide);     // one split, 256 blocks: one wide wave
+  EXPECT_EQ(pick(33), DecodeMma::kWide);     // 264 blocks
   EXPECT_EQ(pick(48), DecodeMma::kNarrow);
   EXPECT_EQ(pick(64), DecodeMma::kNarrow);   // 1 narrow wave, 2 wide
   EXPECT_EQ(pick(80), DecodeMma::kWide);
@@ -357,9 +357,9 @@ TEST(CudaKernels, DecodeAttentionShapeChoice) {
   auto pick8 = [](int S) {
     return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132, true);
   };
-  EXPECT_EQ(pick8(1), DecodeMma::kWide);     // 256 blocks: one wide wave
-  EXPECT_EQ(pick8(8), DecodeMma::kWide);     // 320 blocks
-  EXPECT_EQ(pick8(32), DecodeMma::kNarrow);  // 512 blocks (2 splits): 0.78 against 0.65
+  EXPECT_EQ(pick8(1), DecodeMma::kWide);     // 128 blocks: one wide wave
+  EXPECT_EQ(pick8(8), DecodeMma::kWide);     // 192 blocks
+  EXPECT_EQ(pick8(32), DecodeMma::kWide);    // 256 blocks (one split)
   EXPECT_EQ(pick8(64), DecodeMma::kNarrow);  // 512 blocks
   EXPECT_EQ(pick8(96), DecodeMma::kWide);    // 768: 0.97 against 0.58
   EXPECT_EQ(pick8(128), DecodeMma::kWide);   // 1,024: 0.86 against 0.78
