@@ -11,6 +11,7 @@
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
 #include "backend/cuda/prefill_attention_wgmma.cuh"
+#include "backend/cuda/prefill_rows.cuh"
 
 namespace tandem::cuda {
 namespace {
@@ -83,19 +84,8 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
   // Row u of this lane is m-row m_of(u) of the tile: query row m / G, head kvh * G + m % G.
   auto m_of = [&](int u) { return m0 + warp * 16 * MT + (u >> 1) * 16 + qd + (u & 1) * 8; };
   int p[U];  // positions (-1: no row)
-  int warp_pmax = -1, warp_pmin = INT_MAX;
-#pragma unroll
-  for (int u = 0; u < U; ++u) {
-    const int m = m_of(u);
-    p[u] = m < M ? positions[row0 + m / G] : -1;
-    warp_pmax = max(warp_pmax, p[u]);
-    if (m < M) warp_pmin = min(warp_pmin, p[u]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    warp_pmax = max(warp_pmax, __shfl_xor_sync(0xffffffffu, warp_pmax, o));
-    warp_pmin = min(warp_pmin, __shfl_xor_sync(0xffffffffu, warp_pmin, o));
-  }
+  int warp_pmax, warp_pmin;
+  prefill_pair_positions(positions, row0, M, G, m_of, p, warp_pmax, warp_pmin);
   if (threadIdx.x == 0) s_pmax = -1;
   __syncthreads();
   if (lane == 0) atomicMax(&s_pmax, warp_pmax);

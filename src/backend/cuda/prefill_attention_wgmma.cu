@@ -9,6 +9,7 @@
 #include "backend/cuda/kv_fp8.cuh"
 #include "backend/cuda/mma.cuh"
 #include "backend/cuda/prefill_attention.cuh"
+#include "backend/cuda/prefill_rows.cuh"
 #include "backend/cuda/skinny_gemm.cuh"
 #include "backend/cuda/tma.cuh"
 #include "backend/cuda/tma_map.h"
@@ -107,19 +108,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int qd = lane >> 2, qm = lane & 3;
   const int mrow = m0 + wg * 64 + ((tid >> 5) & 3) * 16 + qd;  // this thread's rows: +0, +8
   int p[2];  // their positions (-1: no row)
-  int wmax = -1, wmin = INT_MAX;
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    const int m = mrow + 8 * u;
-    p[u] = m < M ? positions[row0 + m / G] : -1;
-    wmax = max(wmax, p[u]);
-    if (m < M) wmin = min(wmin, p[u]);
-  }
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    wmax = max(wmax, __shfl_xor_sync(0xffffffffu, wmax, o));
-    wmin = min(wmin, __shfl_xor_sync(0xffffffffu, wmin, o));
-  }
+  int wmax, wmin;
+  prefill_pair_positions(positions, row0, M, G, [&](int u) { return mrow + 8 * u; }, p, wmax,
+                         wmin);
   if (tid < kWgs) {
     s_pmax[tid] = -1;
     s_pmin[tid] = INT_MAX;
