@@ -71,12 +71,8 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
   float* const Vsc = Ksc + BC;                                                   // [BC]
   __shared__ int s_pmax;
 
-  const int chunk = blockIdx.x % nchunk;
-  const int rest = blockIdx.x / nchunk;
-  const int kvh = rest % Hkv;
-  const int4 tile = tiles[rest / Hkv];
-  const int seq = tile.x, row0 = tile.y, nrows = tile.z;
-  const int M = nrows * G, m0 = chunk * BM;
+  const PrefillItem item = prefill_item(tiles, nchunk, Hkv, G, BM);
+  const int seq = item.seq, row0 = item.row0, M = item.M, m0 = item.m0, kvh = item.kvh;
   if (m0 >= M) return;  // the whole block: no barrier has been reached yet
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;

@@ -96,12 +96,8 @@ __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* const empty = full + kStages;
   __shared__ int s_pmax[kWgs], s_pmin[kWgs];
 
-  const int chunk = blockIdx.x % nchunk;
-  const int rest = blockIdx.x / nchunk;
-  const int kvh = rest % Hkv;
-  const int4 tile = tiles[rest / Hkv];
-  const int seq = tile.x, row0 = tile.y, nrows = tile.z;
-  const int M = nrows * G, m0 = chunk * kBm;
+  const PrefillItem item = prefill_item(tiles, nchunk, Hkv, G, kBm);
+  const int seq = item.seq, row0 = item.row0, M = item.M, m0 = item.m0, kvh = item.kvh;
   if (m0 >= M) return;  // the whole block, before any barrier
 
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
