@@ -48,14 +48,9 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
   __shared__ int sm_last;
 
   launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
-  const int kvh = blockIdx.x, s = blockIdx.y, split = blockIdx.z;
-  const int G = Hq / Hkv;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int qd = lane >> 2, qm = lane & 3;
-  const DecodeKeyRange range = decode_key_range(kv.ctx_lens[s], splits, split);
-  if (split >= range.eff) return;
-  const int eff = range.eff, t0 = range.t0, t1 = range.t1;
-  const int ntiles = t1 > t0 ? (t1 - t0 + kTile - 1) / kTile : 0;
+  const auto [kvh, s, split, G, warp, lane, qd, qm, eff, t0, t1, ntiles] =
+      decode_mma_block(kv.ctx_lens, Hq, Hkv, splits, kTile);
+  if (split >= eff) return;
 
   // Each thread copies one 16-byte chunk column c of every (kWarps*32/CH)-th key of a tile.
   const int c = threadIdx.x % CH;
@@ -78,7 +73,7 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
   };
 
   // The cached tiles before the wait for the kernel ahead (q and the new key are its output).
-  rows.template start<kStages>(ntiles, decode_ready_tiles(range, kv.ctx_lens[s], kTile),
+  rows.template start<kStages>(ntiles, decode_ready_tiles({eff, t0, t1}, kv.ctx_lens[s], kTile),
                                load_tile);
 
   // A fragments of Q: row qd = head kvh*G + qd (zero past G), rows qd+8 are zero.

@@ -7,9 +7,30 @@
 #include <cstdint>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/decode_attention_mma.cuh"
 #include "backend/cuda/mma.cuh"
 
 namespace tandem::cuda {
+
+// A tensor-core decode block's place in its grid (Hkv, S, splits): KV head kvh of sequence s,
+// the keys [t0, t1) of split `split` (eff splits are used, so a block with split >= eff has
+// nothing to do) in ntiles tiles of `tile` keys, and the lane's mma fragment row qd and
+// column pair qm. G query heads share the KV head.
+struct DecodeMmaBlock {
+  int kvh, s, split, G, warp, lane, qd, qm, eff, t0, t1, ntiles;
+};
+__device__ __forceinline__ DecodeMmaBlock decode_mma_block(const int32_t* ctx_lens, int Hq,
+                                                           int Hkv, int splits, int tile) {
+  DecodeMmaBlock b;
+  b.kvh = blockIdx.x, b.s = blockIdx.y, b.split = blockIdx.z;
+  b.G = Hq / Hkv;
+  b.warp = threadIdx.x >> 5, b.lane = threadIdx.x & 31;
+  b.qd = b.lane >> 2, b.qm = b.lane & 3;
+  const DecodeKeyRange r = decode_key_range(ctx_lens[b.s], splits, b.split);
+  b.eff = r.eff, b.t0 = r.t0, b.t1 = r.t1;
+  b.ntiles = r.t1 > r.t0 ? (r.t1 - r.t0 + tile - 1) / tile : 0;
+  return b;
+}
 
 template <int kTile, int kStep>
 struct DecodeKeyRows {
