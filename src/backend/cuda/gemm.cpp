@@ -189,7 +189,8 @@ void Gemm::cublas_linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bf
 }
 
 bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y,
-                  int ldy, int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps) {
+                  int ldy, int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps,
+                  bool accumulate) {
   const int lo = swiglu ? skinny_min_tokens_ : skinny_linear_min_;
   const int hi = swiglu ? skinny_max_tokens_ : skinny_linear_max_;
   const size_t rows = swiglu ? size_t(2) * N : size_t(N);
@@ -201,7 +202,7 @@ bool Gemm::skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_
   auto it = skinny_plans_.find(key);
   if (it == skinny_plans_.end())  // a shape's first use runs outside graph capture
     it = skinny_plans_.emplace(key, skinny_plan(int(rows), K, T, sms_, swiglu)).first;
-  skinny_gemm(X, ldx, W, Y, ldy, T, N, K, swiglu, it->second, stream, norm_eps);
+  skinny_gemm(X, ldx, W, Y, ldy, T, N, K, swiglu, it->second, stream, norm_eps, accumulate);
   return true;
 }
 
@@ -212,8 +213,8 @@ void Gemm::linear(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16*
     gemv(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, stream, /*swiglu=*/false, accumulate);
     return;
   }
-  if (!accumulate &&
-      skinny(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, /*swiglu=*/false, stream))
+  if (skinny(X, ldx ? ldx : K, W, Y, ldy ? ldy : N, T, N, K, /*swiglu=*/false, stream, -1.0f,
+             accumulate))
     return;
   cublas_linear(X, W, Y, T, N, K, stream, ldx, ldy, accumulate);
 }

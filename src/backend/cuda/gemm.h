@@ -43,8 +43,10 @@ class Gemm {
     skinny_max_tokens_ = max;
   }
   void set_skinny_min_bytes(size_t b) { skinny_min_bytes_ = b; }
-  // The skinny GEMM's range for plain products in linear(): rows [min, max] of weights of at
-  // least min_bytes (default: none). TANDEM_SKINNY_LINEAR=min:max[:MiB] sets them (MiB
+  // The skinny GEMM's range for plain products in linear(), the accumulating ones (o, down)
+  // included: rows [min, max] of weights of at least min_bytes (default: none; on the H200
+  // every plain product was slower this way, alone and in decode steps: PERFORMANCE.md,
+  // sixth and fifteenth sessions). TANDEM_SKINNY_LINEAR=min:max[:MiB] sets them (MiB
   // default 1024), TANDEM_SKINNY_MAX_TOKENS the SwiGLU maximum.
   void set_skinny_linear_tokens(int min, int max, size_t min_bytes = 0) {
     skinny_linear_min_ = min;
@@ -135,10 +137,11 @@ class Gemm {
   bool skinny_ok_ = false;  // skinny_supported()
   int sms_ = 0;
   // The product by the skinny GEMM (N output columns; the SwiGLU form reads 2N weight rows),
-  // if it takes this shape (norm_eps >= 0: with the fused row norm); plans by (T, N, K,
-  // swiglu).
+  // if it takes this shape (norm_eps >= 0: with the fused row norm; accumulate: plain form
+  // adding into Y); plans by (T, N, K, swiglu).
   bool skinny(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
-              int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps = -1.0f);
+              int T, int N, int K, bool swiglu, cudaStream_t stream, float norm_eps = -1.0f,
+              bool accumulate = false);
   std::map<std::tuple<int, int, int, bool>, SkinnyPlan> skinny_plans_;
   Choice choice_ = Choice::kHeuristic;
   bool query_first_t_ = false;  // TANDEM_GEMM_FIRST_T=1: choose for the first T a bucket sees

@@ -50,7 +50,7 @@ template <int NW, int MT, bool SWIGLU, bool NORM>
 __global__ void __launch_bounds__(kThreads, 1)
     skinny_kernel(const __grid_constant__ CUtensorMap xm, const __grid_constant__ CUtensorMap wa,
                   const __grid_constant__ CUtensorMap wb, bf16_t* __restrict__ Y, int ldy, int T,
-                  int N, int K, int iters_per_split, int rot, float eps) {
+                  int N, int K, int iters_per_split, int rot, float eps, int accumulate) {
 #ifdef TANDEM_WGMMA
   static_assert(SWIGLU || !NORM, "the fused norm is built for the SwiGLU form");
   extern __shared__ unsigned char smem_raw[];
@@ -174,6 +174,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // Row m's norm factor from its sum of squares over all of K.
   auto row_scale = [&](float sum) { return NORM ? rsqrtf(sum / float(K) + eps) : 1.0f; };
+  // A plain output pair, with the pair already at y added in fp32 when accumulating (the
+  // residual add: the rounding cuBLASLt does with beta = 1).
+  auto plain_out = [&](float a, float b, const bf16_t* y) {
+    if (accumulate) {
+      const float2 old = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(y));
+      a += old.x, b += old.y;
+    }
+    return __floats2bfloat162_rn(a, b);
+  };
 
   // acc[mt][4j + e]: X row 64 mt + 16 wq + g (+8 for e >= 2), warpgroup column 8j + 2q +
   // (e & 1). for_rows(fn) calls fn(mt, h, m) for each X row m < T this thread holds.
@@ -200,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               swiglu_bf16(rs * acc[mt][4 * j + 2 * h], rs * acc[mt][u + 2 * h]),
               swiglu_bf16(rs * acc[mt][4 * j + 2 * h + 1], rs * acc[mt][u + 2 * h + 1]));
         } else {
-          v = __floats2bfloat162_rn(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1]);
+          v = plain_out(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1], Y + size_t(m) * ldy + n);
         }
         *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
       }
@@ -251,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     if constexpr (SWIGLU)
       v = __floats2bfloat162_rn(swiglu_bf16(rs * s0.x, rs * s1.x), swiglu_bf16(rs * s0.y, rs * s1.y));
     else
-      v = __floats2bfloat162_rn(s0.x, s0.y);
+      v = plain_out(s0.x, s0.y, Y + size_t(m) * ldy + n);
     *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
   }
   cluster.sync();  // partials stay readable until every block of the cluster is done
@@ -259,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 using KernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, bf16_t*, int, int, int, int, int,
-                          int, float);
+                          int, float, int);
 
 // A 2-D bf16 tensor map over `rows` rows of K elements `ld` apart at W, read in boxes of
 // 64 x box_rows with the 128-byte swizzle; rows and columns past the end read as zeros.
@@ -393,9 +402,11 @@ bool skinny_plan_fits(const SkinnyPlan& p, int T) {
 }
 
 void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N, int K,
-                 bool swiglu, const SkinnyPlan& plan, cudaStream_t stream, float norm_eps) {
+                 bool swiglu, const SkinnyPlan& plan, cudaStream_t stream, float norm_eps,
+                 bool accumulate) {
   const bool norm = norm_eps >= 0.0f;
   if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 || (norm && !swiglu) ||
+      (accumulate && swiglu) ||
       reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
       !skinny_plan_fits(plan, T) || plan.splits < 1 || plan.rot < 0 ||
       plan.splits > kMaxSplits)
@@ -410,7 +421,8 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
   const CUtensorMap wa = operand_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
   const CUtensorMap wb = swiglu ? operand_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
   TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu, norm), xm, wa, wb, Y, ldy,
-                                       T, N, K, per_split, plan.rot, norm ? norm_eps : 0.0f));
+                                       T, N, K, per_split, plan.rot, norm ? norm_eps : 0.0f,
+                                       accumulate ? 1 : 0));
 }
 
 }  // namespace tandem::cuda

@@ -43,9 +43,11 @@ bool skinny_plan_fits(const SkinnyPlan& plan, int T);
 // norm_eps >= 0 (SwiGLU form only): X rows are unnormalised residual rows and W holds the
 // norm weight folded in (rmsnorm.cuh); g and u of row t are scaled by
 // rsqrt(mean(X_t^2) + norm_eps) first, so the RMSNorm before the MLP needs no kernel.
+// accumulate (plain form only): Y[t, n] = bf16(sum + Y[t, n]), the sum and the old value
+// added in fp32 (a layer's residual add).
 // Throws where skinny_supported() is false.
 void skinny_gemm(const __nv_bfloat16* X, int ldx, const __nv_bfloat16* W, __nv_bfloat16* Y, int ldy,
                  int T, int N, int K, bool swiglu, const SkinnyPlan& plan, cudaStream_t stream,
-                 float norm_eps = -1.0f);
+                 float norm_eps = -1.0f, bool accumulate = false);
 
 }  // namespace tandem::cuda
