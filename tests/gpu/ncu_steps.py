@@ -94,10 +94,10 @@ def gemm_detail(steps):
             g[0] += 1
             g[1] += t
             g[2] += ex.get("bytes", 0.0)
-        print(f"step {i} GEMMs (count, ms, TB/s read, grid, kernel):")
+        print(f"step {i} GEMMs (count, ms, TB/s read, MB read a call, grid, kernel):")
         for (n, grid), (c, t, b) in sorted(groups.items(), key=lambda x: -x[1][1])[:8]:
             rate = b / (t * 1e-6) / 1e12 if t else 0.0
-            print(f"  {c:4d} {t / 1000:7.2f} {rate:5.2f} {grid:>6s}  {n}")
+            print(f"  {c:4d} {t / 1000:7.2f} {rate:5.2f} {b / c / 1e6:8.1f} {grid:>6s}  {n}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
 // Linear layers (cuBLASLt, the small-batch GEMV and the skinny GEMM) against a
 // double-precision CPU loop, with row strides as the runner uses them.
+#include <cstdlib>
+
+#include "backend/cuda/fill.cuh"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/gpu_monitor.h"
 #include "backend/cuda/gemv.cuh"
 #include "backend/cuda/rmsnorm.cuh"
 #include "gpu_test_util.h"
@@ -228,6 +232,57 @@ TEST(CudaKernels, MidGemmTiming) {
                   ideal / us[0], ideal / us[1]);
       EXPECT_GT(us[0], 0.0);
     }
+  }
+}
+
+// Qwen3-14B's four products a layer run back to back for ~3 s at each row count, as a step's
+// products would run if nothing else did: the rate they sustain at the clock the power cap
+// leaves, with that clock and power. Weights of 4 layers rotate (2.6 GB: none stays in L2).
+// This bounds what the engine can reach: its products can run no faster than this, and a
+// step's attention adds time and energy on top.
+TEST(CudaKernels, SustainedProductTiming) {
+  struct Shape {
+    int N, K;
+  };
+  const Shape shapes[] = {{7168, 5120}, {5120, 5120}, {34816, 5120}, {5120, 17408}};
+  constexpr int kLayers = 4;
+  std::vector<std::unique_ptr<Dev<bf16_t>>> ws;
+  uint64_t seed = test_seed() + 44;
+  for (int l = 0; l < kLayers; ++l)
+    for (Shape sh : shapes) {
+      ws.push_back(std::make_unique<Dev<bf16_t>>(size_t(sh.N) * sh.K));
+      fill_random(ws.back()->get(), ws.back()->size(), ++seed, 0.0f, 0.02f, nullptr);
+    }
+  GpuMonitor mon(-1);
+  if (!mon.available()) std::printf("[ perf ] sustained: no GPU monitor (%s)\n", mon.why().c_str());
+  Gemm g(0);
+  // TANDEM_SUSTAINED_ROWS=T and TANDEM_SUSTAINED_S=seconds pick one row count and the length
+  // (0: three passes), for profiling a few products under ncu.
+  std::vector<int> row_counts{256, 656, 2656, 8192};
+  if (const char* e = std::getenv("TANDEM_SUSTAINED_ROWS")) row_counts = {std::atoi(e)};
+  double seconds = 3.0;
+  if (const char* e = std::getenv("TANDEM_SUSTAINED_S")) seconds = std::atof(e);
+  for (int T : row_counts) {
+    Dev<bf16_t> dx(size_t(T) * 17408), dy(size_t(T) * 34816);
+    fill_random(dx.get(), dx.size(), ++seed, 0.0f, 1.0f, nullptr);
+    double flops = 0;
+    for (Shape sh : shapes) flops += 2.0 * T * double(sh.N) * sh.K;
+    flops *= kLayers;
+    auto pass = [&] {  // the products of kLayers layers
+      for (int l = 0; l < kLayers; ++l)
+        for (int i = 0; i < 4; ++i)
+          g.cublas_linear(dx.get(), ws[size_t(l * 4 + i)]->get(), dy.get(), T, shapes[i].N,
+                          shapes[i].K, nullptr);
+    };
+    const double one = time_us(pass, 3);  // warm-up, plans chosen
+    const int reps = std::max(3, int(seconds * 1e6 / one));
+    const size_t mark = mon.mark();
+    const double us = time_us(pass, reps);
+    const GpuWindow win = mon.since(mark);
+    std::printf("[ perf ] sustained products T=%d: %.0f TFLOP/s over %.1f s (%.2f of 777); %s\n", T,
+                flops / us * 1e-6, us * reps * 1e-6, flops / us * 1e-6 / 777.0,
+                win.describe().c_str());
+    EXPECT_GT(us, 0.0);
   }
 }
 
