@@ -144,6 +144,47 @@ class GpuWatch {
 #endif
 };
 
+// Model arithmetic for the ceilings.
+struct Costs {
+  double linear_params = 0;  // per token: every linear layer of the body
+  double kv_bytes_per_token = 0;
+  double attn_flops_per_key = 0;  // q.k and p.v for one (query, key) pair, all layers
+  double lm_head_params = 0;
+};
+
+Costs costs_of(const tandem::model::ModelConfig& c) {
+  Costs k;
+  const double H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
+  k.linear_params = c.num_hidden_layers * (H * (Q + 2 * KV) + Q * H + 3 * H * I);
+  k.kv_bytes_per_token = c.num_hidden_layers * 2.0 * KV * 2.0;
+  k.attn_flops_per_key = c.num_hidden_layers * 4.0 * Q;
+  k.lm_head_params = double(c.vocab_size) * H;
+  return k;
+}
+
+// The model work a closed-loop level did each second: products (prompt rows, decode rows and
+// each output token's lm_head row), attention, and KV bytes read by decode, from its output
+// rate (the steady window's where there is one) and the request shape. Against the bf16
+// peak it says how much of the GPU the level used; under a power cap the products alone
+// sustain less than the peak (PERFORMANCE.md: SustainedProductTiming).
+std::string engine_work_line(const tandem::engine::EngineBenchRow& r, const Costs& k,
+                             int prompt_len, int output_len, double flops_ceiling) {
+  const double rate = r.steady_tok_s > 0 ? r.steady_tok_s : r.output_tok_s;
+  const double P = prompt_len, O = output_len;
+  // Per request: P prompt rows and O - 1 decode rows through the body, O lm_head rows;
+  // causal attention over the prompt, then decode row i reads P + i keys.
+  const double keys_decode = (O - 1) * P + (O - 1) * O / 2;
+  const double flops = 2.0 * k.linear_params * (P + O - 1) + 2.0 * k.lm_head_params * O +
+                       k.attn_flops_per_key * (P * (P + 1) / 2 + keys_decode);
+  const double kv_bytes = k.kv_bytes_per_token * keys_decode;
+  return fmt::format(
+      "C={}: {:.0f} TFLOP/s of model work ({:.2f} of the bf16 peak, {:.0f}), {:.2f} TB/s of KV "
+      "reads, at {:.0f} tok/s{}",
+      r.concurrency, rate * flops / O / 1e12, rate * flops / O / flops_ceiling,
+      flops_ceiling / 1e12, rate * kv_bytes / O / 1e12, rate,
+      r.steady_tok_s > 0 ? " (steady window)" : "");
+}
+
 // `tandem bench --concurrency ...`: the serving engine under C concurrent clients (no HTTP).
 int run_engine_mode(const Opts& o) {
   tandem::engine::EngineBenchOptions eo;
@@ -219,29 +260,19 @@ int run_engine_mode(const Opts& o) {
   fmt::print("{}", tandem::engine::format_engine_bench(rows));
   fmt::print("\nGPU during each level (medians of 20-ms NVML samples{})\n", gpu.power_note());
   for (const auto& n : notes) fmt::print("{}\n", n);
+  if (o.shared_prefix == 0) {
+    const Costs k =
+        costs_of(tandem::model::is_synthetic(o.model) ? tandem::model::synthetic_config(o.model)
+                                                      : tandem::model::load_config(o.model));
+    fmt::print("\nwork done at each level's rate\n");
+    for (const auto& r : rows)
+      fmt::print("{}\n", engine_work_line(r, k, o.prompt_len, o.output_len, o.flops_ceiling));
+  }
   return 0;
 }
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Model arithmetic for the ceilings.
-struct Costs {
-  double linear_params = 0;  // per token: every linear layer of the body
-  double kv_bytes_per_token = 0;
-  double attn_flops_per_key = 0;  // q.k and p.v for one (query, key) pair, all layers
-  double lm_head_params = 0;
-};
-
-Costs costs_of(const tandem::model::ModelConfig& c) {
-  Costs k;
-  const double H = c.hidden_size, I = c.intermediate_size, Q = c.q_size(), KV = c.kv_size();
-  k.linear_params = c.num_hidden_layers * (H * (Q + 2 * KV) + Q * H + 3 * H * I);
-  k.kv_bytes_per_token = c.num_hidden_layers * 2.0 * KV * 2.0;
-  k.attn_flops_per_key = c.num_hidden_layers * 4.0 * Q;
-  k.lm_head_params = double(c.vocab_size) * H;
-  return k;
 }
 
 // Block ids: sequence s owns blocks [s * per_seq, (s + 1) * per_seq).
