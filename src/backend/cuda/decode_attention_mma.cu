@@ -207,15 +207,10 @@ void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedK
                             splits, part_o, part_ml, counters, stream);
     return;
   }
-  if (hd == 64)
-    launch_shape<64>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
-                     part_o, part_ml, counters, stream);
-  else if (hd == 128)
-    launch_shape<128>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
-                      part_o, part_ml, counters, stream);
-  else
-    cuda_fail("decode_attention_mma", "head_dim must be 64 or 128", __FILE__, __LINE__);
-  TANDEM_CUDA_CHECK_LAUNCH();
+  decode_mma_for_head_dim(hd, "decode_attention_mma", [&](auto h) {
+    launch_shape<decltype(h)::value>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv,
+                                     scale_log2, splits, part_o, part_ml, counters, stream);
+  });
 }
 
 }  // namespace tandem::cuda

@@ -3,6 +3,7 @@
 // .cu files only). It covers head_dim 64 and 128 with up to 8 query heads per KV head; the
 // CUDA-core kernel in decode_attention.cu covers the other shapes.
 #include <climits>
+#include <type_traits>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
@@ -125,6 +126,19 @@ void launch_decode_mma(int threads, int smem, const bf16_t* q, int q_stride, Pag
 }
 
 bool decode_attention_mma_supports(int hd, int group);
+
+// Calls fn(std::integral_constant<int, HD>{}) for the head sizes the tensor-core kernels are
+// built for (64, 128), then checks the launch; any other hd fails, naming `who`.
+template <class Fn>
+void decode_mma_for_head_dim(int hd, const char* who, Fn&& fn) {
+  if (hd == 64)
+    fn(std::integral_constant<int, 64>{});
+  else if (hd == 128)
+    fn(std::integral_constant<int, 128>{});
+  else
+    cuda_fail(who, "head_dim must be 64 or 128", __FILE__, __LINE__);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
 
 // `shape`: DecodeMma in decode_attention.cuh. part_o [S, Hq, splits, hd] and part_ml [S, Hq, splits, 2] as in decode_attention.cu;
 // counters [S * Hkv] zero before the call, zero again after it.

@@ -253,15 +253,10 @@ void decode_attention_mma_f8(DecodeMma shape, const bf16_t* q, int q_stride, Pag
                              bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
                              float scale_log2, int splits, float* part_o, float* part_ml,
                              int* counters, cudaStream_t stream) {
-  if (hd == 64)
-    launch_shape<64>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
-                     part_o, part_ml, counters, stream);
-  else if (hd == 128)
-    launch_shape<128>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits,
-                      part_o, part_ml, counters, stream);
-  else
-    cuda_fail("decode_attention_mma_f8", "head_dim must be 64 or 128", __FILE__, __LINE__);
-  TANDEM_CUDA_CHECK_LAUNCH();
+  decode_mma_for_head_dim(hd, "decode_attention_mma_f8", [&](auto h) {
+    launch_shape<decltype(h)::value>(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv,
+                                     scale_log2, splits, part_o, part_ml, counters, stream);
+  });
 }
 
 }  // namespace tandem::cuda
