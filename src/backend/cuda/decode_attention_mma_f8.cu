@@ -105,7 +105,8 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
 
   // The cached tiles before the wait for the kernel ahead (q and the new key are its output;
   // launched plainly, as this kernel is, the wait is a no-op).
-  rows.template start<ST>(ntiles, decode_ready_tiles({eff, t0, t1}, kv.ctx_lens[s], kTile), load_tile);
+  rows.template start<ST>(ntiles, decode_ready_tiles({eff, t0, t1}, kv.ctx_lens[s], kTile),
+                          load_tile);
 
   // A fragments of Q as fp16, in K's dim order: row qd = head kvh*G + qd (zero past G).
   uint32_t qa[HD / 16][2];

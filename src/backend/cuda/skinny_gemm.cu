@@ -209,7 +209,8 @@ __global__ void __launch_bounds__(kThreads, 1)
               swiglu_bf16(rs * acc[mt][4 * j + 2 * h], rs * acc[mt][u + 2 * h]),
               swiglu_bf16(rs * acc[mt][4 * j + 2 * h + 1], rs * acc[mt][u + 2 * h + 1]));
         } else {
-          v = plain_out(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1], Y + size_t(m) * ldy + n);
+          v = plain_out(acc[mt][4 * j + 2 * h], acc[mt][4 * j + 2 * h + 1],
+                        Y + size_t(m) * ldy + n);
         }
         *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
       }
