@@ -67,7 +67,7 @@ void Engine::Impl::loop() {
       core->step();
     } catch (const std::exception& e) {
       spdlog::error("engine step failed: {}", e.what());
-      core->finish_all(FinishReason::kError, e.what());
+      core->fail_step(e.what());
     }
     publish_stats();
   }

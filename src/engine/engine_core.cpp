@@ -243,6 +243,9 @@ void EngineCore::cancel(RequestId id) {
 
 void EngineCore::finish_all(FinishReason reason, const std::string& error) {
   sched_.end_step();
+  for (Sequence* s : finished_) sched_.remove(s);  // a step that threw after these ended
+  finished_.clear();
+  in_step_.clear();
   for (auto& [id, rsp] : requests_) {
     RequestState& rs = *rsp;
     for (auto& s : rs.samples) {
@@ -252,6 +255,28 @@ void EngineCore::finish_all(FinishReason reason, const std::string& error) {
     }
     if (!rs.samples[0]->forked) finish_unforked(rs, reason, error);
   }
+  publish();
+}
+
+void EngineCore::fail_step(const std::string& error) {
+  if (in_step_.empty()) return finish_all(FinishReason::kError, error);
+  sched_.end_step();
+  for (Sequence* s : finished_) sched_.remove(s);  // ended in the step before it failed
+  finished_.clear();
+  std::sort(in_step_.begin(), in_step_.end());
+  in_step_.erase(std::unique(in_step_.begin(), in_step_.end()), in_step_.end());
+  for (RequestId id : in_step_) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    RequestState& rs = *it->second;
+    for (auto& s : rs.samples) {
+      if (!s || s->status == SeqStatus::kFinished) continue;
+      sched_.remove(s.get());
+      finish(rs, *s, FinishReason::kError, error);
+    }
+    if (!rs.samples[0]->forked) finish_unforked(rs, FinishReason::kError, error);
+  }
+  in_step_.clear();
   publish();
 }
 
@@ -320,6 +345,8 @@ void EngineCore::step() {
     TANDEM_CHECK(sched_.num_running() > 0 || sched_.num_waiting() == 0);
     return;
   }
+  in_step_.clear();
+  for (const Sequence* s : plan.seqs) in_step_.push_back(s->request);
   build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
   // Where the rows are sampled. When every sampled row only needs its argmax (and no prompt
   // is about to fork, which needs the row), a runner that can do the argmax on its side
@@ -387,6 +414,7 @@ void EngineCore::step() {
   last_.num_decodes = plan.num_decodes;
   const size_t preempted = plan.preempted.size();
   sched_.end_step();  // clears `plan`
+  in_step_.clear();
   for (Sequence* s : finished_) sched_.remove(s);
   finished_.clear();
   publish();

@@ -59,12 +59,16 @@ class EngineCore {
   // Ends every sample of the request with kCancelled and frees its blocks. Unknown ids are
   // ignored.
   void cancel(RequestId id);
-  // Ends every request (engine shutdown, runner failure).
+  // Ends every request (engine shutdown).
   void finish_all(FinishReason reason, const std::string& error);
+  // After step() threw: ends with kError (and `error`) every request that had a sequence in
+  // that step's batch, and leaves the others to run on, so one failed step costs only the
+  // requests it carried. A failure before the batch was planned ends every request.
+  void fail_step(const std::string& error);
 
   bool has_work() const { return !requests_.empty(); }
   // Runs one step (nothing when idle). An exception from the runner propagates with the
-  // scheduler state intact; the caller then finish_all()s.
+  // scheduler state intact; the caller then calls fail_step().
   void step();
 
   EngineStats stats() const;
@@ -109,6 +113,7 @@ class EngineCore {
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   std::vector<RequestState*> touched_;  // requests with events to publish this step
   std::vector<Sequence*> finished_;     // to remove after the step
+  std::vector<RequestId> in_step_;      // requests of the planned step (fail_step's scope)
   model::ForwardBatch batch_;
   std::vector<int> logit_row_of_;
   std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled

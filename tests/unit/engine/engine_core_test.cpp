@@ -192,7 +192,7 @@ TEST(EngineCore, RunnerFailureEndsRequestsWithErrorAndFreesBlocks) {
   h.step();
   h.runner.before_forward = [] { tandem::fail(ErrorKind::kInternal, "device lost"); };
   EXPECT_THROW(h.core.step(), Error);
-  h.core.finish_all(FinishReason::kError, "device lost");
+  h.core.fail_step("device lost");
   for (auto* hd : {ha.get(), hb.get()}) {
     Outcome o = collect(*hd, 1);
     ASSERT_EQ(o.finishes, 1);
@@ -202,6 +202,41 @@ TEST(EngineCore, RunnerFailureEndsRequestsWithErrorAndFreesBlocks) {
   }
   EXPECT_FALSE(h.core.has_work());
   EXPECT_EQ(h.core.block_manager().num_used(), 0);
+}
+
+// A failed step ends only the requests it carried (every sample of them, forked or not);
+// the request waiting for a seat runs on to exactly its own tokens, and nothing leaks.
+TEST(EngineCore, RunnerFailureEndsOnlyTheRequestsOfThatStep) {
+  for (int fail_at : {0, 1}) {  // the prefill step, or the first decode step
+    Harness h(kVocab, 16, 64, test_options(2, 256));
+    Request a = greedy_request(make_prompt(1, 20, 25, kVocab), 10);
+    Request b = greedy_request(make_prompt(2, 20, 26, kVocab), 10);
+    b.n = 2;
+    Request c = greedy_request(make_prompt(3, 30, 27, kVocab), 8);
+    auto ha = h.submit(a), hb = h.submit(b), hc = h.submit(c);
+    for (int i = 0; i < fail_at; ++i) h.step();  // a and b hold both seats; c waits
+    int calls = 0;
+    h.runner.before_forward = [&] {
+      if (calls++ == 0) tandem::fail(ErrorKind::kInternal, "transient");
+    };
+    EXPECT_THROW(h.core.step(), Error);
+    h.core.fail_step("transient");
+    h.core.block_manager().check_invariants();
+    h.run();
+    Outcome oa = collect(*ha, 1), ob = collect(*hb, 2), oc = collect(*hc, 1);
+    ASSERT_EQ(oa.finishes, 1);
+    EXPECT_EQ(oa.finish[0].reason, FinishReason::kError) << "fail_at " << fail_at;
+    EXPECT_EQ(oa.finish[0].error, "transient");
+    EXPECT_EQ(oa.tokens[0].size(), size_t(fail_at));
+    ASSERT_EQ(ob.finishes, 2) << "fail_at " << fail_at;
+    for (int i = 0; i < 2; ++i) EXPECT_EQ(ob.finish[size_t(i)].reason, FinishReason::kError);
+    ASSERT_EQ(oc.finishes, 1);
+    EXPECT_EQ(oc.finish[0].reason, FinishReason::kLength) << "fail_at " << fail_at;
+    EXPECT_EQ(oc.tokens[0], reference_tokens(c.prompt, 8, kVocab));
+    EXPECT_FALSE(h.core.has_work());
+    EXPECT_EQ(h.core.block_manager().num_used(), 0);
+    h.core.block_manager().check_invariants();
+  }
 }
 
 // Random arrivals, lengths, priorities, samples and cancels on a cache small enough to

@@ -116,6 +116,32 @@ TEST(Engine, StatsCountRequestsNotYetTakenIn) {
   EXPECT_EQ(engine.stats().waiting, 0);
 }
 
+// A step that throws ends the requests it carried with the error; the engine thread lives
+// on and serves the next request exactly.
+TEST(Engine, KeepsServingAfterAFailedStep) {
+  auto runner = std::make_unique<MockRunner>(kVocab, 16, 64);
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  runner->before_forward = [calls] {
+    if (calls->fetch_add(1) == 0) tandem::fail(ErrorKind::kInternal, "injected");
+  };
+  Engine engine(std::move(runner), test_options(8, 64));
+  auto first = engine.submit(greedy_request(make_prompt(1, 30, 5, kVocab), 6));
+  Event e;
+  while (first->next(e, std::chrono::seconds(30)) && e.kind != Event::Kind::kFinish) {
+  }
+  ASSERT_EQ(e.kind, Event::Kind::kFinish);
+  EXPECT_EQ(e.reason, FinishReason::kError);
+  EXPECT_NE(e.error.find("injected"), std::string::npos);
+  Request r = greedy_request(make_prompt(2, 40, 6, kVocab), 7);
+  auto second = engine.submit(r);
+  std::vector<TokenId> got;
+  while (second->next(e, std::chrono::seconds(30)) && e.kind != Event::Kind::kFinish)
+    got.push_back(e.token);
+  ASSERT_EQ(e.kind, Event::Kind::kFinish);
+  EXPECT_EQ(e.reason, FinishReason::kLength);
+  EXPECT_EQ(got, reference_tokens(r.prompt, 7, kVocab));
+}
+
 TEST(Engine, ShutdownCancelsUnfinishedRequests) {
   std::shared_ptr<RequestHandle> h;
   {
