@@ -228,53 +228,46 @@ void EngineCore::fork_samples(RequestState& rs, Sequence& parent, std::span<cons
   }
 }
 
-void EngineCore::cancel(RequestId id) {
-  auto it = requests_.find(id);
-  if (it == requests_.end()) return;
-  RequestState& rs = *it->second;
+// Ends every sample of the request that has not ended yet, freeing its blocks.
+void EngineCore::end_request(RequestState& rs, FinishReason reason, const std::string& error) {
   for (auto& s : rs.samples) {
     if (!s || s->status == SeqStatus::kFinished) continue;
     sched_.remove(s.get());
-    finish(rs, *s, FinishReason::kCancelled);
+    finish(rs, *s, reason, error);
   }
-  if (!rs.samples[0]->forked) finish_unforked(rs, FinishReason::kCancelled, {});
+  if (!rs.samples[0]->forked) finish_unforked(rs, reason, error);
+}
+
+// Forgets the planned step after it threw, and removes the sequences that ended in it
+// before the throw (their finish events are already queued).
+void EngineCore::drop_step() {
+  sched_.end_step();
+  for (Sequence* s : finished_) sched_.remove(s);
+  finished_.clear();
+}
+
+void EngineCore::cancel(RequestId id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  end_request(*it->second, FinishReason::kCancelled, {});
   publish();
 }
 
 void EngineCore::finish_all(FinishReason reason, const std::string& error) {
-  sched_.end_step();
-  for (Sequence* s : finished_) sched_.remove(s);  // a step that threw after these ended
-  finished_.clear();
+  drop_step();
   in_step_.clear();
-  for (auto& [id, rsp] : requests_) {
-    RequestState& rs = *rsp;
-    for (auto& s : rs.samples) {
-      if (!s || s->status == SeqStatus::kFinished) continue;
-      sched_.remove(s.get());
-      finish(rs, *s, reason, error);
-    }
-    if (!rs.samples[0]->forked) finish_unforked(rs, reason, error);
-  }
+  for (auto& [id, rsp] : requests_) end_request(*rsp, reason, error);
   publish();
 }
 
 void EngineCore::fail_step(const std::string& error) {
   if (in_step_.empty()) return finish_all(FinishReason::kError, error);
-  sched_.end_step();
-  for (Sequence* s : finished_) sched_.remove(s);  // ended in the step before it failed
-  finished_.clear();
+  drop_step();
   std::sort(in_step_.begin(), in_step_.end());
   in_step_.erase(std::unique(in_step_.begin(), in_step_.end()), in_step_.end());
   for (RequestId id : in_step_) {
     auto it = requests_.find(id);
-    if (it == requests_.end()) continue;
-    RequestState& rs = *it->second;
-    for (auto& s : rs.samples) {
-      if (!s || s->status == SeqStatus::kFinished) continue;
-      sched_.remove(s.get());
-      finish(rs, *s, FinishReason::kError, error);
-    }
-    if (!rs.samples[0]->forked) finish_unforked(rs, FinishReason::kError, error);
+    if (it != requests_.end()) end_request(*it->second, FinishReason::kError, error);
   }
   in_step_.clear();
   publish();

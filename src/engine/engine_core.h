@@ -93,6 +93,8 @@ class EngineCore {
   bool append_token(RequestState& rs, Sequence& s, TokenId tok, float logprob,
                     std::vector<TopLogprob>&& top);
   void finish(RequestState& rs, Sequence& s, FinishReason reason, const std::string& error = {});
+  void end_request(RequestState& rs, FinishReason reason, const std::string& error);
+  void drop_step();
   void finish_unforked(RequestState& rs, FinishReason reason, const std::string& error);
   void touch(RequestState& rs);
   void sample_rows();  // jobs_ from their logits rows, in parallel
