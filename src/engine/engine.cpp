@@ -31,8 +31,11 @@ struct Engine::Impl {
   std::atomic<RequestId> next_id{1};
 
   mutable std::mutex stats_mu;
-  EngineStats stats;  // guarded by stats_mu, as is `moving`
+  EngineStats stats;  // guarded by stats_mu, as are `moving` and the failure counts
   int moving = 0;     // requests taken from the inbox that `stats` does not count yet
+  uint64_t failed_steps = 0;
+  int failing_steps = 0;
+  std::string last_error;
 
   std::thread thread;
 
@@ -64,9 +67,20 @@ void Engine::Impl::loop() {
     cn.clear();
     publish_stats();  // the new requests count as waiting during the step
     try {
+      const uint64_t before = core->steps();
       core->step();
+      if (core->steps() != before) {  // a step ran (the loop also wakes for cancels alone)
+        std::lock_guard slock(stats_mu);
+        failing_steps = 0;
+      }
     } catch (const std::exception& e) {
       spdlog::error("engine step failed: {}", e.what());
+      {
+        std::lock_guard slock(stats_mu);  // counted before the failed requests hear of it
+        ++failed_steps;
+        ++failing_steps;
+        last_error = e.what();
+      }
       core->fail_step(e.what());
     }
     publish_stats();
@@ -128,6 +142,9 @@ EngineStats Engine::stats() const {
   std::lock_guard slock(impl_->stats_mu);
   EngineStats s = impl_->stats;
   s.waiting += int(impl_->inbox.size()) + impl_->moving;
+  s.failed_steps = impl_->failed_steps;
+  s.failing_steps = impl_->failing_steps;
+  s.last_error = impl_->last_error;
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "engine/request.h"
@@ -37,6 +38,11 @@ struct EngineStats {
   uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
   uint64_t prefix_cache_queries = 0, prefix_cache_hits = 0;  // in tokens
   uint64_t steps = 0;
+  // Steps that threw (each ended the requests it carried), all told and in a row up to the
+  // last step run (0 once a step succeeds), and the last one's message.
+  uint64_t failed_steps = 0;
+  int failing_steps = 0;
+  std::string last_error;
 };
 
 class Engine {

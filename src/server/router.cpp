@@ -52,12 +52,20 @@ HttpResponse Router::handle(const HttpRequest& req, std::function<void()> notify
       return r;
     }
     if (path == "/health" && get) {
+      // 503 once the engine's last kFailingSteps steps all threw (a device that stays
+      // broken), so a load balancer or supervisor takes this server out; one failed step
+      // ends only its own requests and leaves the server healthy.
+      constexpr int kFailingSteps = 3;
       auto st = ctx_.gen->stats();
-      return json_response(200, json{{"status", "ok"},
-                                     {"running", st.running},
-                                     {"waiting", st.waiting},
-                                     {"kv_usage", st.kv_usage},
-                                     {"steps", st.steps}});
+      const bool failing = st.failing_steps >= kFailingSteps;
+      json body{{"status", failing ? "failing" : "ok"},
+                {"running", st.running},
+                {"waiting", st.waiting},
+                {"kv_usage", st.kv_usage},
+                {"steps", st.steps},
+                {"failed_steps", st.failed_steps}};
+      if (failing) body["error"] = st.last_error;
+      return json_response(failing ? 503 : 200, body);
     }
     if (path == "/v1/chat/completions" && post) return generate(req, Api::kOpenAIChat, notify);
     if (path == "/v1/completions" && post) return generate(req, Api::kOpenAICompletion, notify);

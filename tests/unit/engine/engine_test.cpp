@@ -132,6 +132,10 @@ TEST(Engine, KeepsServingAfterAFailedStep) {
   ASSERT_EQ(e.kind, Event::Kind::kFinish);
   EXPECT_EQ(e.reason, FinishReason::kError);
   EXPECT_NE(e.error.find("injected"), std::string::npos);
+  EngineStats st = engine.stats();
+  EXPECT_EQ(st.failed_steps, 1u);
+  EXPECT_EQ(st.failing_steps, 1);
+  EXPECT_NE(st.last_error.find("injected"), std::string::npos);
   Request r = greedy_request(make_prompt(2, 40, 6, kVocab), 7);
   auto second = engine.submit(r);
   std::vector<TokenId> got;
@@ -140,6 +144,13 @@ TEST(Engine, KeepsServingAfterAFailedStep) {
   ASSERT_EQ(e.kind, Event::Kind::kFinish);
   EXPECT_EQ(e.reason, FinishReason::kLength);
   EXPECT_EQ(got, reference_tokens(r.prompt, 7, kVocab));
+  // The streak ends when the step that finished `second` returns, just after its events.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (engine.stats().failing_steps != 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  st = engine.stats();
+  EXPECT_EQ(st.failing_steps, 0);
+  EXPECT_EQ(st.failed_steps, 1u);
 }
 
 TEST(Engine, ShutdownCancelsUnfinishedRequests) {

@@ -44,6 +44,9 @@ class FakeGenerator : public Generator {
     engine::EngineStats st;
     st.waiting = waiting;
     st.running = int(live_.size());
+    st.failed_steps = failed_steps;
+    st.failing_steps = failing_steps;
+    st.last_error = last_error;
     return st;
   }
 
@@ -88,6 +91,9 @@ class FakeGenerator : public Generator {
   std::vector<engine::Request> submitted;
   int cancels = 0;
   int fail_after = -1;
+  uint64_t failed_steps = 0;  // reported by stats(), with the two below: drive /health
+  int failing_steps = 0;
+  std::string last_error;
   int waiting = 0;  // reported by stats(): drives the server's admission check  // >= 0: requests
                     // end with kError after this many tokens
 

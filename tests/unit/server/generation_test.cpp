@@ -352,6 +352,32 @@ TEST(Router, FullQueueIs429AndNothingIsSubmitted) {
   EXPECT_EQ(h.fake.submitted.size(), 1u);
 }
 
+// /health stays 200 through a failed step and turns 503, with the engine's message, once
+// the last three steps all failed; a step that succeeds makes it healthy again.
+TEST(Router, HealthTurns503WhileEveryStepFails) {
+  Harness h(says("x"));
+  Router router(h.ctx);
+  auto health = [&] { return router.handle({"GET", "/health", ""}, [] {}); };
+  auto r = health();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["status"], "ok");
+  h.fake.failed_steps = 2;
+  h.fake.failing_steps = 2;
+  h.fake.last_error = "CUDA error: an illegal memory access was encountered";
+  r = health();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["failed_steps"], 2);
+  h.fake.failed_steps = 3;
+  h.fake.failing_steps = 3;
+  r = health();
+  EXPECT_EQ(r.status, 503);
+  auto body = json::parse(r.body);
+  EXPECT_EQ(body["status"], "failing");
+  EXPECT_EQ(body["error"], h.fake.last_error);
+  h.fake.failing_steps = 0;
+  EXPECT_EQ(health().status, 200);
+}
+
 // Ollama's model details name the weights as served (ModelInfo::quantization_level, which
 // the model host sets from the runner), in /api/show, /api/tags and /api/ps alike.
 TEST(Generation, OllamaDetailsNameTheServedWeights) {
