@@ -15,9 +15,12 @@ unsigned host_xor(const std::vector<uint32_t>& w, size_t first, size_t count) {
   return x;
 }
 
-unsigned read_checksum(const void* p, size_t bytes, unsigned start, bool pdl) {
+constexpr ReadLaunch kLaunches[] = {ReadLaunch::kPlain, ReadLaunch::kPdl, ReadLaunch::kPdlEarly,
+                                    ReadLaunch::kPlainHalf};
+
+unsigned read_checksum(const void* p, size_t bytes, unsigned start, ReadLaunch how) {
   Dev<unsigned> out(std::vector<unsigned>{start});
-  stream_read_probe(p, bytes, out.get(), nullptr, pdl);
+  stream_read_probe(p, bytes, out.get(), nullptr, how);
   TANDEM_CUDA_CHECK(cudaDeviceSynchronize());
   unsigned got = 0;
   TANDEM_CUDA_CHECK(cudaMemcpy(&got, out.get(), sizeof got, cudaMemcpyDeviceToHost));
@@ -25,7 +28,7 @@ unsigned read_checksum(const void* p, size_t bytes, unsigned start, bool pdl) {
 }
 
 // Every word read exactly once: ranges of odd lengths at odd 16-byte offsets, from one word
-// to past the unrolled loop's reach, with and without PDL, folded into a non-zero start.
+// to past the unrolled loop's reach, in every launch form, folded into a non-zero start.
 TEST(CudaKernels, StreamReadProbeMatchesHostChecksum) {
   Rng rng(test_seed() + 61);
   const size_t words = 4 * 1000003 + 64;  // 32-bit words
@@ -38,11 +41,11 @@ TEST(CudaKernels, StreamReadProbeMatchesHostChecksum) {
     size_t offset16, len16;  // in 16-byte words
   };
   for (Case c : {Case{0, 1}, Case{3, 33}, Case{1, 4099}, Case{5, 1000003}, Case{0, 262144}}) {
-    for (bool pdl : {false, true}) {
+    for (ReadLaunch how : kLaunches) {
       const unsigned start = uint32_t(rng.next());
       const unsigned want = start ^ host_xor(host, 4 * c.offset16, 4 * c.len16);
-      EXPECT_EQ(read_checksum(dev + 4 * c.offset16, 16 * c.len16, start, pdl), want)
-          << "offset " << c.offset16 << " length " << c.len16 << (pdl ? " pdl" : "");
+      EXPECT_EQ(read_checksum(dev + 4 * c.offset16, 16 * c.len16, start, how), want)
+          << "offset " << c.offset16 << " length " << c.len16 << " launch " << int(how);
     }
   }
   EXPECT_THROW(stream_read_probe(dev, 24, nullptr, nullptr), std::exception);
@@ -52,7 +55,7 @@ TEST(CudaKernels, StreamReadProbeMatchesHostChecksum) {
 // A decode step's bytes at Qwen3-14B's shapes, 64 sequences at context 528 (bf16 weights and
 // cache): each layer's kernels read qkv, the q/k-norm rows, the cache, o, gate/up and down.
 // Over 40 layers, captured in a CUDA graph as the decode step is, the same bytes are read as
-// one streaming read a layer, as one read a kernel (with and without PDL), with neighbouring
+// one streaming read a layer, as one read a kernel (in each launch form), with neighbouring
 // kernels merged, and as 2, 6 and 12 equal reads. The differences are what kernel boundaries
 // cost with nothing else in the kernels.
 TEST(CudaKernels, KernelBoundaryTiming) {
@@ -89,11 +92,11 @@ TEST(CudaKernels, KernelBoundaryTiming) {
       sizes.push_back((layer / 16 * (i + 1) / n - layer / 16 * i / n) * 16);
     return sizes;
   };
-  auto run = [&](const char* name, std::vector<size_t> sizes, bool pdl, double one_read_us) {
+  auto run = [&](const char* name, std::vector<size_t> sizes, ReadLaunch how, double one_read_us) {
     auto layer_reads = [&](cudaStream_t st) {
       size_t at = 0;
       for (size_t bytes : sizes) {
-        stream_read_probe(base + at, bytes, out.get(), st, pdl);
+        stream_read_probe(base + at, bytes, out.get(), st, how);
         at += bytes;
       }
       EXPECT_EQ(at, layer);
@@ -115,8 +118,9 @@ TEST(CudaKernels, KernelBoundaryTiming) {
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
     const double mb = layer * 1e-6;
-    std::printf("[ perf ] boundary: %-34s %zu kernels%s: %6.1f us a layer (%.2f TB/s)", name,
-                sizes.size(), pdl ? ", PDL" : "     ", us, mb / us);
+    static const char* const kHow[] = {"", ", PDL", ", PDL, early loads", ", 2 blocks an SM"};
+    std::printf("[ perf ] boundary: %-34s %2zu kernels%-18s: %6.1f us a layer (%.2f TB/s)", name,
+                sizes.size(), kHow[int(how)], us, mb / us);
     if (one_read_us > 0)
       std::printf(", +%.1f us a layer over one read (%.2f ms a step)", us - one_read_us,
                   (us - one_read_us) * kLayers * 1e-3);
@@ -127,16 +131,19 @@ TEST(CudaKernels, KernelBoundaryTiming) {
       "[ perf ] boundary: a decode layer's %.1f MB (64 sequences, context 528), 40 "
       "layers in a graph\n",
       layer * 1e-6);
-  const auto [one, ref] = run("one read", equal(1), false, 0);
-  EXPECT_EQ(run("one read", equal(1), true, one).second, ref);
-  for (bool pdl : {false, true}) {
-    EXPECT_EQ(run("one read a kernel", grouped({1, 1, 1, 1, 1, 1}), pdl, one).second, ref);
-    EXPECT_EQ(run("q/k-norm merged into attention", grouped({1, 2, 1, 1, 1}), pdl, one).second,
+  const auto [one, ref] = run("one read", equal(1), ReadLaunch::kPlain, 0);
+  EXPECT_EQ(run("one read", equal(1), ReadLaunch::kPdl, one).second, ref);
+  for (ReadLaunch how : kLaunches) {
+    EXPECT_EQ(run("one read a kernel", grouped({1, 1, 1, 1, 1, 1}), how, one).second, ref);
+    EXPECT_EQ(run("q/k-norm merged into attention", grouped({1, 2, 1, 1, 1}), how, one).second,
               ref);
-    EXPECT_EQ(run("attention part, MLP part", grouped({4, 2}), pdl, one).second, ref);
+    EXPECT_EQ(run("attention part, MLP part", grouped({4, 2}), how, one).second, ref);
   }
+  EXPECT_EQ(run("one read", equal(1), ReadLaunch::kPlainHalf, one).second, ref);
   for (int n : {2, 6, 12})
-    EXPECT_EQ(run(n == 2 ? "equal halves" : "equal parts", equal(n), false, one).second, ref);
+    EXPECT_EQ(
+        run(n == 2 ? "equal halves" : "equal parts", equal(n), ReadLaunch::kPlain, one).second,
+        ref);
   EXPECT_NE(ref, 0u);
   cudaStreamDestroy(s);
 }
