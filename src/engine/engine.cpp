@@ -69,7 +69,10 @@ void Engine::Impl::loop() {
     try {
       const uint64_t before = core->steps();
       core->step();
-      if (core->steps() != before) {  // a step ran (the loop also wakes for cancels alone)
+      // A step ran (the loop also wakes for cancels alone): the run of failures is over. This
+      // thread is the only writer, so it may read the count unlocked, and takes the lock only
+      // in the rare step that ends a run.
+      if (failing_steps != 0 && core->steps() != before) {
         std::lock_guard slock(stats_mu);
         failing_steps = 0;
       }
