@@ -11,7 +11,7 @@ say() { printf '[setup] %s\n' "$*"; }
 APT_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates curl
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libspdlog-dev libfmt-dev
-  libboost-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libboost-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
 )
 # Node.js may come from elsewhere (its own npm bundled): ask Debian only when it is absent.
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)

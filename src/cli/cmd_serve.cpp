@@ -82,12 +82,12 @@ TANDEM_COMMAND(
         ho.stop_on_signals = true;
         server::HttpServer srv(router, ho);
         // One line on stdout with the real port (tests start the server with --port 0).
-        std::printf("tandem serving '%s' (%s backend, context %d, %s weights, %s KV cache) on "
-                    "http://%s:%d\n",
-                    host->ctx.model.names[0].c_str(), host->ctx.model.backend.c_str(),
-                    host->gen->max_model_len(), host->ctx.model.quantization_level.c_str(),
-                    o->host.kv_cache_dtype.c_str(),
-                    o->bind.c_str(), srv.port());
+        std::printf(
+            "tandem serving '%s' (%s backend, context %d, %s weights, %s KV cache) on "
+            "http://%s:%d\n",
+            host->ctx.model.names[0].c_str(), host->ctx.model.backend.c_str(),
+            host->gen->max_model_len(), host->ctx.model.quantization_level.c_str(),
+            o->host.kv_cache_dtype.c_str(), o->bind.c_str(), srv.port());
         std::fflush(stdout);
         srv.run();
         return 0;

@@ -14,15 +14,15 @@
 namespace tandem::engine {
 
 struct EngineOptions {
-  int max_num_seqs = 256;              // sequences in one step at most
-  int max_num_batched_tokens = 4096;   // tokens (prefill + decode) in one step at most
-  int bulk_prompt_threshold = 2048;    // kAuto requests with longer prompts run as bulk
-  int max_model_len = 0;               // 0 = the runner's
-  std::vector<TokenId> eos_ids;        // generation stops on any of these unless ignore_eos
+  int max_num_seqs = 256;             // sequences in one step at most
+  int max_num_batched_tokens = 4096;  // tokens (prefill + decode) in one step at most
+  int bulk_prompt_threshold = 2048;   // kAuto requests with longer prompts run as bulk
+  int max_model_len = 0;              // 0 = the runner's
+  std::vector<TokenId> eos_ids;       // generation stops on any of these unless ignore_eos
   bool enable_prefix_caching = true;
-  int bulk_aging_steps = 256;          // a waiting bulk request ranks as interactive after this
-  double kv_watermark = 0.01;          // fraction of KV blocks kept free when admitting prompts
-  int sample_threads = 0;              // threads sampling the rows of a step; 0 = min(8, cores)
+  int bulk_aging_steps = 256;  // a waiting bulk request ranks as interactive after this
+  double kv_watermark = 0.01;  // fraction of KV blocks kept free when admitting prompts
+  int sample_threads = 0;      // threads sampling the rows of a step; 0 = min(8, cores)
   // Steps that decode carry prefill chunks only up to this many tokens in all, as long as
   // every waiting prompt still gets its first token within ttft_target_ms (docs/ENGINE.md,
   // "Holding prefill to a step size"). 0 = off: prefill fills max_num_batched_tokens;

@@ -100,8 +100,8 @@ class Level {
     // Client i starts at i/C of the ramp (all at once without one).
     std::vector<Clock::time_point> start(clients.size());
     for (size_t i = 0; i < clients.size(); ++i)
-      start[i] = t0 + std::chrono::microseconds(int64_t(opt_.ramp_ms * 1000.0 * double(i) /
-                                                        double(clients.size())));
+      start[i] = t0 + std::chrono::microseconds(
+                          int64_t(opt_.ramp_ms * 1000.0 * double(i) / double(clients.size())));
     size_t started = 0;
     // Every step's end, tokens and sequences: the steady window is cut from them at the end.
     struct StepMark {
@@ -338,12 +338,13 @@ std::string format_engine_bench(const std::vector<EngineBenchRow>& rows) {
         r.scenario, r.concurrency, r.requests, r.output_tok_s, r.ttft_p50_ms, r.ttft_p99_ms,
         r.ttft_steady_p99_ms, r.itl_p50_ms, r.itl_p99_ms, r.cold_ttft_ms,
         100.0 * r.prefix_hit_rate);
-  s += fmt::format("\nsteady window (every client with a request in flight)\n"
-                   "{:<14} {:>5} {:>9} {:>9} {:>10} {:>7}\n",
-                   "scenario", "C", "seconds", "tokens", "out tok/s", "seqs");
+  s += fmt::format(
+      "\nsteady window (every client with a request in flight)\n"
+      "{:<14} {:>5} {:>9} {:>9} {:>10} {:>7}\n",
+      "scenario", "C", "seconds", "tokens", "out tok/s", "seqs");
   for (const auto& r : rows)
-    s += fmt::format("{:<14} {:>5} {:>9.2f} {:>9} {:>10.1f} {:>7.1f}\n", r.scenario,
-                     r.concurrency, r.steady_s, r.steady_tokens, r.steady_tok_s, r.steady_seqs);
+    s += fmt::format("{:<14} {:>5} {:>9.2f} {:>9} {:>10.1f} {:>7.1f}\n", r.scenario, r.concurrency,
+                     r.steady_s, r.steady_tokens, r.steady_tok_s, r.steady_seqs);
   s += fmt::format(
       "\nper step (mean, us)\n{:<14} {:>5} {:>6} {:>6} {:>9} {:>9} {:>10} {:>9} {:>9} {:>7} "
       "{:>7}\n",
@@ -356,9 +357,10 @@ std::string format_engine_bench(const std::vector<EngineBenchRow>& rows) {
         r.scenario, r.concurrency, m.num_seqs, m.num_tokens, m.schedule_us, m.prepare_us,
         m.forward_us, m.sample_us, m.publish_us, 100.0 * r.engine_cpu_fraction, r.preemptions);
   }
-  s += fmt::format("\nsteps with prompt tokens against decode-only steps (forward time)\n"
-                   "{:<14} {:>5} {:>9} {:>10} {:>9} {:>10} {:>12}\n",
-                   "scenario", "C", "w/prompt", "ms each", "dec-only", "ms each", "prompt fwd%");
+  s += fmt::format(
+      "\nsteps with prompt tokens against decode-only steps (forward time)\n"
+      "{:<14} {:>5} {:>9} {:>10} {:>9} {:>10} {:>12}\n",
+      "scenario", "C", "w/prompt", "ms each", "dec-only", "ms each", "prompt fwd%");
   for (const auto& r : rows)
     s += fmt::format("{:<14} {:>5} {:>9} {:>10.2f} {:>9} {:>10.2f} {:>12.1f}\n", r.scenario,
                      r.concurrency, r.prompt_steps, r.prompt_step_forward_ms, r.decode_only_steps,

@@ -3,13 +3,13 @@
 // calls it with a real runner; tests call it with a mock.
 //
 // Throughput scenario, per concurrency C: C clients each send `requests_per_client`
-// requests one after another (starting together, or spread over `ramp_ms`) (random prompt of prompt_len tokens, output_len tokens with
-// EOS ignored, greedy unless `temperature` is set), each sending its next request as soon
-// as the last one finished.
-// Shared-prefix scenario (shared_prefix_len > 0): every prompt is one system prompt of
-// shared_prefix_len tokens plus a fresh question of question_len tokens; one request runs
-// alone first with an empty cache (the "cold" TTFT), then the clients run against the warm
-// cache. Times are wall-clock around EngineCore::step on the calling thread.
+// requests one after another (starting together, or spread over `ramp_ms`) (random prompt of
+// prompt_len tokens, output_len tokens with EOS ignored, greedy unless `temperature` is set), each
+// sending its next request as soon as the last one finished. Shared-prefix scenario
+// (shared_prefix_len > 0): every prompt is one system prompt of shared_prefix_len tokens plus a
+// fresh question of question_len tokens; one request runs alone first with an empty cache (the
+// "cold" TTFT), then the clients run against the warm cache. Times are wall-clock around
+// EngineCore::step on the calling thread.
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -21,9 +21,9 @@ using model::TokenId;
 using RequestId = uint64_t;
 
 struct SamplingParams : SamplingKnobs {
-  int penalty_last_n = -1;         // tokens the penalties look back over; -1 = all
-  std::optional<uint64_t> seed;    // same seed, same prompt, same text
-  int top_logprobs = -1;           // -1: no logprobs; 0: sampled token only; n: top n too
+  int penalty_last_n = -1;       // tokens the penalties look back over; -1 = all
+  std::optional<uint64_t> seed;  // same seed, same prompt, same text
+  int top_logprobs = -1;         // -1: no logprobs; 0: sampled token only; n: top n too
 };
 
 enum class Priority { kAuto, kInteractive, kBulk };
@@ -31,7 +31,7 @@ enum class Priority { kAuto, kInteractive, kBulk };
 struct Request {
   std::vector<TokenId> prompt;
   SamplingParams sampling;
-  int max_tokens = 256;  // generated tokens at most
+  int max_tokens = 256;                 // generated tokens at most
   std::vector<TokenId> stop_token_ids;  // besides EOS
   bool ignore_eos = false;
   int n = 1;  // samples sharing the prompt's KV blocks

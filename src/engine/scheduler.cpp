@@ -215,7 +215,7 @@ int Scheduler::prefill_allowance(int budget) const {
     return policy::prefill_allowance(budget, out_.num_tokens, out_.num_decodes,
                                      cfg_.decode_step_tokens, need);
   };
-  const int room = allowance(0);  // the most it could hold prefill to
+  const int room = allowance(0);      // the most it could hold prefill to
   if (room >= budget) return budget;  // nothing to hold back: skip the queue walk
   policy::PrefillRate rate(cfg_.ttft_target_ms, step_ms_);
   for (const Sequence* s : prefill_running_) rate.add(s->remaining(), now_ms_ - s->submit_ms);

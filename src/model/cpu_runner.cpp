@@ -272,9 +272,13 @@ void CpuRunner::forward(const ForwardBatch& b, std::span<float> logits) {
     }
     cpu::rope(q, T, Hq, D, QKV, b.positions, rope_.inv_freq, rope_.attention_factor);
     cpu::rope(k, T, Hkv, D, QKV, b.positions, rope_.inv_freq, rope_.attention_factor);
-    cpu::PagedKv kv{
-        k_cache_[l].get(), v_cache_[l].get(), layout_.num_blocks, layout_.block_size, Hkv, D,
-        layout_.dtype == KvCacheDtype::kFp8};
+    cpu::PagedKv kv{k_cache_[l].get(),
+                    v_cache_[l].get(),
+                    layout_.num_blocks,
+                    layout_.block_size,
+                    Hkv,
+                    D,
+                    layout_.dtype == KvCacheDtype::kFp8};
     cpu::kv_store(kv, k, QKV, v, QKV, b.slot_mapping);
     cpu::attention(q, QKV, Hq, kv, ab, scale, attn.data(), Q, pool);
     cpu::matmul(attn.data(), T, Q, L.o, x.data(), H, pool, /*accumulate=*/true);

@@ -15,7 +15,7 @@
 namespace tandem::model {
 
 struct CpuRunnerOptions {
-  int block_size = 16;    // 16 or 32 tokens per KV block
+  int block_size = 16;  // 16 or 32 tokens per KV block
   // kFp8: the cache holds what an FP8 cache reads back (as floats: the same memory), so the
   // reference shows that format's effect on the logits.
   KvCacheDtype kv_cache_dtype = KvCacheDtype::kBf16;

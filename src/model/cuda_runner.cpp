@@ -201,10 +201,10 @@ CudaRunner::CudaRunner(const std::string& model, const CudaRunnerOptions& opt)
   layout_.block_size = opt.block_size;
   layout_.num_blocks = int(blocks);
   layout_.dtype = opt.kv_cache_dtype;
-  spdlog::info("cuda: {} on {}: {} weights {:.2f} GiB, {} KV cache {} blocks x {} tokens ({:.2f} GiB)",
-               model, dev_name_, w_.fp8 ? "fp8" : "bf16", gib(w_.bytes),
-               kv_cache_dtype_name(layout_.dtype), blocks,
-               opt.block_size, gib(kv_bytes()));
+  spdlog::info(
+      "cuda: {} on {}: {} weights {:.2f} GiB, {} KV cache {} blocks x {} tokens ({:.2f} GiB)",
+      model, dev_name_, w_.fp8 ? "fp8" : "bf16", gib(w_.bytes), kv_cache_dtype_name(layout_.dtype),
+      blocks, opt.block_size, gib(kv_bytes()));
 }
 
 CudaRunner::~CudaRunner() {
@@ -213,10 +213,11 @@ CudaRunner::~CudaRunner() {
     // What timing the library's candidates bought: per pass over every timed shape once.
     double first = 0, best = 0;
     for (const auto& r : gemm_->tune_log()) first += r.heuristic_ms, best += r.best_ms;
-    spdlog::info("cuda: {} GEMM plans; {} timed: library's first choice {:.2f} ms, fastest {:.2f} ms "
-                 "({:.1f}% less)",
-                 gemm_->num_plans(), gemm_->tune_log().size(), first, best,
-                 first > 0 ? 100.0 * (first - best) / first : 0.0);
+    spdlog::info(
+        "cuda: {} GEMM plans; {} timed: library's first choice {:.2f} ms, fastest {:.2f} ms "
+        "({:.1f}% less)",
+        gemm_->num_plans(), gemm_->tune_log().size(), first, best,
+        first > 0 ? 100.0 * (first - best) / first : 0.0);
   }
   if (eager_steps_ > 0)
     spdlog::info("cuda: {} eager steps: {:.0f} us to enqueue the body, {:.0f} us in all (mean)",
@@ -362,11 +363,10 @@ void CudaRunner::attention(const Meta& m, int l, int T, int S, int D, int splits
     TANDEM_CUDA_CHECK(cudaStreamWaitEvent(side_, fork_, 0));
   }
   if (D < S)
-    cuda::prefill_attention(
-        qkv, qkv_dim, m.pos, m.tiles, num_tiles,
-        {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size, ks, vs,
-         int64_t(layout_.num_blocks) * layout_.block_size},
-        attn, Q, Hq, Hkv, HD, scale, overlap ? side_ : stream_);
+    cuda::prefill_attention(qkv, qkv_dim, m.pos, m.tiles, num_tiles,
+                            {kc, vc, m.bt + size_t(D) * m.mb, m.mb, m.ctx + D, layout_.block_size,
+                             ks, vs, int64_t(layout_.num_blocks) * layout_.block_size},
+                            attn, Q, Hq, Hkv, HD, scale, overlap ? side_ : stream_);
   if (D > 0)
     cuda::decode_attention(qkv, qkv_dim, {kc, vc, m.bt, m.mb, m.ctx, layout_.block_size, ks, vs},
                            attn, Q, D, Hq, Hkv, HD, scale, splits, attn_ws_.as<float>(), stream_);
@@ -409,8 +409,7 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   int D = 0;
   while (D < S && b.query_start[D + 1] - b.query_start[D] == 1) ++D;
   std::vector<int32_t> tiles;
-  if (D < S)
-    tiles = cuda::make_prefill_tiles(b.query_start.data() + D, b.positions.data(), S - D);
+  if (D < S) tiles = cuda::make_prefill_tiles(b.query_start.data() + D, b.positions.data(), S - D);
   const size_t need = size_t(T) * 16 +
                       (S + b.block_tables.size() + b.logit_rows.size() + tiles.size()) * 4 + 8 * 16;
   if (need > meta_cap_) {  // long block tables: grow (the previous step has finished)
@@ -441,8 +440,8 @@ void CudaRunner::run_piece(const ForwardBatch& b, std::span<float> logits) {
   for (size_t r0 = 0; r0 < R; r0 += kLogitChunk) {
     const int n = int(std::min<size_t>(kLogitChunk, R - r0));
     cuda::gather_rows(m.lrows + r0, x_.as<bf16_t>(), lx_.as<bf16_t>(), n, H, stream_);
-    cuda::rmsnorm(lx_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H,
-                  float(cfg_.rms_norm_eps), stream_);
+    cuda::rmsnorm(lx_.as<bf16_t>(), w_.final_norm, lh_.as<bf16_t>(), n, H, float(cfg_.rms_norm_eps),
+                  stream_);
     final_logits(n);
     if (!greedy_.empty()) greedy_rows(int(r0), n);
     if (!logits.empty()) copy_logits(logits.subspan(r0 * cfg_.vocab_size), size_t(n));

@@ -160,7 +160,9 @@ class CudaRunner final : public Runner {
   bool kv_fp8_ = false;
   DevMem k_scale_, v_scale_;
   size_t layer_vecs_ = 0;  // (slot, KV head) vectors of one layer
-  uint64_t kv_bytes() const { return k_cache_.size() + v_cache_.size() + k_scale_.size() + v_scale_.size(); }
+  uint64_t kv_bytes() const {
+    return k_cache_.size() + v_cache_.size() + k_scale_.size() + v_scale_.size();
+  }
   DevMem meta_dev_;
   char* meta_host_ = nullptr;
   size_t meta_cap_ = 0;

@@ -31,9 +31,9 @@ uint64_t fp8_bytes(uint64_t N, uint64_t K) {
 uint64_t CudaWeights::bytes_needed(const ModelConfig& c, bool fp8) {
   const uint64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const uint64_t Q = c.q_size(), KV = c.kv_size(), D = c.head_dim;
-  const uint64_t products = fp8 ? fp8_bytes(Q + 2 * KV, H) + fp8_bytes(H, Q) +
-                                      fp8_bytes(2 * I, H) + fp8_bytes(H, I)
-                                : 2 * ((Q + 2 * KV) * H + H * Q + 2 * I * H + H * I);
+  const uint64_t products =
+      fp8 ? fp8_bytes(Q + 2 * KV, H) + fp8_bytes(H, Q) + fp8_bytes(2 * I, H) + fp8_bytes(H, I)
+          : 2 * ((Q + 2 * KV) * H + H * Q + 2 * I * H + H * I);
   const uint64_t layer = products + 2 * (2 * H + 2 * D);
   return c.num_hidden_layers * layer + 2 * (V * H * (c.tie_word_embeddings ? 1 : 2) + H);
 }
@@ -306,9 +306,9 @@ CudaWeights CudaWeights::from_checkpoint(const std::string& dir, const ModelConf
         up.put_raw(ck.get(name + ".weight", {rows, K}, {DType::kF8E4M3}),
                    const_cast<uint8_t*>(q8.q) + row * K);
         const int64_t sr = fp8_blocks(rows), sc = fp8_blocks(K);
-        up.put_scales(ck.get(name + ".weight_scale_inv", {sr, sc},
-                             {DType::kBF16, DType::kF16, DType::kF32}),
-                      const_cast<float*>(q8.s) + (row / kFp8Block) * q8.lds, sr, sc, q8.lds);
+        up.put_scales(
+            ck.get(name + ".weight_scale_inv", {sr, sc}, {DType::kBF16, DType::kF16, DType::kF32}),
+            const_cast<float*>(q8.s) + (row / kFp8Block) * q8.lds, sr, sc, q8.lds);
       } else {
         up.put(get(name + ".weight", {rows, K}), stage.get() + row * K);
       }
@@ -325,9 +325,10 @@ CudaWeights CudaWeights::from_checkpoint(const std::string& dir, const ModelConf
     const std::string p = "model.layers." + std::to_string(l) + ".";
     auto& L = w.layers[size_t(l)];
     up.put(get(p + "input_layernorm.weight", {H}), L.in_norm);
-    product(L.qkv, L.qkv8,
-            {{p + "self_attn.q_proj", Q}, {p + "self_attn.k_proj", KV}, {p + "self_attn.v_proj", KV}},
-            H);
+    product(
+        L.qkv, L.qkv8,
+        {{p + "self_attn.q_proj", Q}, {p + "self_attn.k_proj", KV}, {p + "self_attn.v_proj", KV}},
+        H);
     up.put(get(p + "self_attn.q_norm.weight", {D}), L.q_norm);
     up.put(get(p + "self_attn.k_norm.weight", {D}), L.k_norm);
     product(L.o, L.o8, {{p + "self_attn.o_proj", H}}, Q);

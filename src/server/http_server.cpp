@@ -176,8 +176,7 @@ struct HttpServer::Impl {
     auto& sock = stream->socket();
     sock.async_wait(tcp::socket::wait_read, [stream, sig](boost::system::error_code ec) {
       if (ec == net::error::operation_aborted || !sig->watching) return;
-      const PeerState st =
-          ec ? PeerState::kClosed : peek_peer(stream->socket().native_handle());
+      const PeerState st = ec ? PeerState::kClosed : peek_peer(stream->socket().native_handle());
       if (st == PeerState::kIdle)
         watch_disconnect(stream, sig);
       else if (st == PeerState::kClosed)

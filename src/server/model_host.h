@@ -16,9 +16,9 @@ struct ModelHostOptions {
   int max_model_len = 0;                  // 0: the model's (CPU: capped to keep memory small)
   int max_num_seqs = 256;
   int max_num_batched_tokens = 4096;  // tokens (prefill + decode) in one engine step at most
-  int decode_step_tokens = -1;  // cap on a decoding step's prefill (0: off, -1: backend's)
+  int decode_step_tokens = -1;        // cap on a decoding step's prefill (0: off, -1: backend's)
   double ttft_target_ms = 300;        // ... lifted for prompts that would miss this
-  int threads = 0;  // CPU backend threads; 0 = all cores
+  int threads = 0;                    // CPU backend threads; 0 = all cores
   double gpu_memory_utilization = 0.90;
   std::string kv_cache_dtype = "bf16";  // bf16 | fp8 (model/runner.h KvCacheDtype)
   std::string quantization = "auto";    // auto | bf16 | fp8 (model/runner.h WeightDtype)

@@ -15,8 +15,8 @@ namespace tandem::cuda {
 namespace {
 
 constexpr int kWarps = 4;
-constexpr int kUnroll = 4;           // key chunks loaded before any is used (latency hiding)
-constexpr int kMaxGroup = 8;         // Qwen3 dense models have at most 64/8 query heads per KV head
+constexpr int kUnroll = 4;    // key chunks loaded before any is used (latency hiding)
+constexpr int kMaxGroup = 8;  // Qwen3 dense models have at most 64/8 query heads per KV head
 
 // Grid (S, Hq), hd threads: merge the splits of one (sequence, head).
 __global__ void decode_combine_kernel(const float* part_o, const float* part_ml,
@@ -234,7 +234,9 @@ DecodeMma pick_decode_mma(int items, int splits, int num_sms, bool fp8) {
   return fill(4 * num_sms) >= fill(2 * num_sms) - 0.05 ? DecodeMma::kNarrow : DecodeMma::kWide;
 }
 
-void set_decode_attention_kernel(DecodeKernel k) { g_kernel = k; }
+void set_decode_attention_kernel(DecodeKernel k) {
+  g_kernel = k;
+}
 
 size_t decode_attention_workspace(int S, int Hq, int hd, int splits) {
   // part_o, part_ml, then one split counter per (sequence, head) (ints, zero between calls).

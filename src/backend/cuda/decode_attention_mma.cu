@@ -35,9 +35,9 @@ struct MmaShape {
 // and the last split of (s, kv head) to finish merges all of them (no second kernel).
 template <int W, int ST, int HD>
 __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
-    decode_mma_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
-                      float scale_log2, int splits, float* part_o, float* part_ml,
-                      int* counters, bf16_t* out, int out_stride) {
+    decode_mma_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv, float scale_log2,
+                      int splits, float* part_o, float* part_ml, int* counters, bf16_t* out,
+                      int out_stride) {
   constexpr int kWarps = W, kStages = ST, kTile = 16 * W;
   constexpr int LD = HD + 8;
   constexpr int CH = HD / 8;  // 16-byte chunks per key row
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
   const bf16_t* kbase = static_cast<const bf16_t*>(kv.k) + size_t(kvh) * HD + c * 8;
   const bf16_t* vbase = static_cast<const bf16_t*>(kv.v) + size_t(kvh) * HD + c * 8;
   const unsigned vec_elems = unsigned(Hkv) * HD;  // elements a slot
-  auto load_tile = [&](int j, int stage) {  // then fetches tile j + 1's rows
+  auto load_tile = [&](int j, int stage) {        // then fetches tile j + 1's rows
 #pragma unroll
     for (int i = 0; i < rows.KPT; ++i) {
       const int slot = rows.slot(j, i);
@@ -99,9 +99,9 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
     if (j + kStages - 1 < ntiles) load_tile(j + kStages - 1, (j + kStages - 1) % kStages);
     cp_async_commit();
 
-    const int kb = warp * 16;                 // this warp's keys within the tile
-    const int key0 = t0 + j * kTile + kb;     // absolute index of its first key
-    if (key0 >= t1) continue;                 // warp-uniform: nothing left for this warp
+    const int kb = warp * 16;              // this warp's keys within the tile
+    const int key0 = t0 + j * kTile + kb;  // absolute index of its first key
+    if (key0 >= t1) continue;              // warp-uniform: nothing left for this warp
     const bf16_t* ks = Ks + (j % kStages) * kTile * LD;
     const bf16_t* vs = Vs + (j % kStages) * kTile * LD;
 
@@ -130,7 +130,8 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
     for (int n = 0; n < HD / 8; n += 2) {
       // B = V (keys x dims), transposed on load: tiles (keys +0/+8) x (dims n*8, n*8+8).
       uint32_t b[4];
-      ldsm_x4_trans(b, vs + (kb + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 8 + (lane >> 4) * 8);
+      ldsm_x4_trans(b,
+                    vs + (kb + (lane & 7) + ((lane >> 3) & 1) * 8) * LD + n * 8 + (lane >> 4) * 8);
       mma_bf16(o[n], pa, b[0], b[1]);
       mma_bf16(o[n + 1], pa, b[2], b[3]);
     }
@@ -153,9 +154,9 @@ __global__ void __launch_bounds__(W * 32, MmaShape<W, ST, HD>::kBlocksPerSm)
       sm_l[warp][qd] = l;
     }
   }
-  decode_mma_finish<kWarps, HD>(sm_m, sm_l, reinterpret_cast<const float*>(smem_raw), sm_last,
-                                {s, kvh, G, Hq, Hkv, split, splits, eff, part_o, part_ml,
-                                 counters, out, out_stride});
+  decode_mma_finish<kWarps, HD>(
+      sm_m, sm_l, reinterpret_cast<const float*>(smem_raw), sm_last,
+      {s, kvh, G, Hq, Hkv, split, splits, eff, part_o, part_ml, counters, out, out_stride});
 }
 
 template <int W, int ST, int HD>
@@ -164,17 +165,16 @@ void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stri
             cudaStream_t stream) {
   constexpr int bytes = MmaShape<W, ST, HD>::kSmem;
   static_assert(W * 8 * kDecodeMergeLd<HD> * 4 <= bytes, "the warp merge reuses the stages");
-  launch_decode_mma<decode_mma_kernel<W, ST, HD>>(W * 32, bytes, q, q_stride, kv, out,
-                                                  out_stride, S, Hq, Hkv, scale_log2, splits,
-                                                  part_o, part_ml, counters, stream,
-                                                  decode_attention_pdl());
+  launch_decode_mma<decode_mma_kernel<W, ST, HD>>(W * 32, bytes, q, q_stride, kv, out, out_stride,
+                                                  S, Hq, Hkv, scale_log2, splits, part_o, part_ml,
+                                                  counters, stream, decode_attention_pdl());
 }
 
 template <int HD>
 void launch_shape(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out,
                   int out_stride, int S, int Hq, int Hkv, float scale_log2, int splits,
                   float* part_o, float* part_ml, int* counters, cudaStream_t stream) {
-#define TANDEM_DECODE_MMA(W, ST)                                                            \
+#define TANDEM_DECODE_MMA(W, ST)                                                              \
   launch<W, ST, HD>(q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2, splits, part_o, \
                     part_ml, counters, stream)
   if (shape == DecodeMma::kNarrow)
@@ -198,10 +198,10 @@ bool decode_attention_mma_supports(int hd, int group) {
   return (hd == 64 || hd == 128) && group >= 1 && group <= 8;
 }
 
-void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv,
-                          bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
-                          float scale_log2, int splits, float* part_o, float* part_ml,
-                          int* counters, cudaStream_t stream) {
+void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out,
+                          int out_stride, int S, int Hq, int Hkv, int hd, float scale_log2,
+                          int splits, float* part_o, float* part_ml, int* counters,
+                          cudaStream_t stream) {
   if (kv.fp8()) {
     decode_attention_mma_f8(shape, q, q_stride, kv, out, out_stride, S, Hq, Hkv, hd, scale_log2,
                             splits, part_o, part_ml, counters, stream);

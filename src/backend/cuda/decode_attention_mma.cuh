@@ -53,9 +53,9 @@ bool decode_attention_pdl();
 // unnormalised outputs. Gives the merged max M, sum L and output O.
 template <int NW>
 __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
-                                                    const float (&sm_l)[NW][8],
-                                                    const float* sm_o, int ld, int g, int d,
-                                                    float& M, float& L, float& O) {
+                                                    const float (&sm_l)[NW][8], const float* sm_o,
+                                                    int ld, int g, int d, float& M, float& L,
+                                                    float& O) {
   M = -1e30f;
 #pragma unroll
   for (int w = 0; w < NW; ++w) M = fmaxf(M, sm_m[w][g]);
@@ -74,8 +74,7 @@ __device__ __forceinline__ void merge_warp_partials(const float (&sm_m)[NW][8],
 // probabilities: each times mul[nt][e] (to the log2 domain), keys at or past t1 masked, the
 // running max m and this lane's sum l updated. Returns the factor for the old output.
 __device__ __forceinline__ float decode_tile_softmax(float (&sc)[2][4], const float (&mul)[2][2],
-                                                     int key0, int qm, int t1, float& m,
-                                                     float& l) {
+                                                     int key0, int qm, int t1, float& m, float& l) {
   float mx = -INFINITY;
 #pragma unroll
   for (int nt = 0; nt < 2; ++nt)
@@ -140,12 +139,13 @@ void decode_mma_for_head_dim(int hd, const char* who, Fn&& fn) {
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 
-// `shape`: DecodeMma in decode_attention.cuh. part_o [S, Hq, splits, hd] and part_ml [S, Hq, splits, 2] as in decode_attention.cu;
-// counters [S * Hkv] zero before the call, zero again after it.
-void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv,
-                          bf16_t* out, int out_stride, int S, int Hq, int Hkv, int hd,
-                          float scale_log2, int splits, float* part_o, float* part_ml,
-                          int* counters, cudaStream_t stream);
+// `shape`: DecodeMma in decode_attention.cuh. part_o [S, Hq, splits, hd] and part_ml [S, Hq,
+// splits, 2] as in decode_attention.cu; counters [S * Hkv] zero before the call, zero again after
+// it.
+void decode_attention_mma(DecodeMma shape, const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out,
+                          int out_stride, int S, int Hq, int Hkv, int hd, float scale_log2,
+                          int splits, float* part_o, float* part_ml, int* counters,
+                          cudaStream_t stream);
 
 // The same over an FP8 cache (kv.fp8(); decode_attention_mma_f8.cu), which the call above
 // hands on to.

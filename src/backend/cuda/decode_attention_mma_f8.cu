@@ -36,7 +36,7 @@ struct F8Shape {
   static constexpr int kRow = HD + 16;
   static constexpr int kStage = 2 * kTile * kRow + 2 * kTile * int(sizeof(float));
   static constexpr int kMerge = W * 8 * kDecodeMergeLd<HD> * int(sizeof(float));  // merge reuses it
-  static constexpr int kSmem = ST * kStage > kMerge ? ST * kStage : kMerge;
+  static constexpr int kSmem = ST * kStage > kMerge ? ST* kStage : kMerge;
   static constexpr int kBlocksPerSm = (227 * 1024) / (kSmem + 1024);
 };
 
@@ -57,8 +57,8 @@ __device__ __forceinline__ void ld_codes(uint32_t (&w)[DPL / 4], const uint8_t* 
 template <int W, int ST, int HD>
 __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
     decode_mma_f8_kernel(const bf16_t* q, int q_stride, PagedKv kv, int Hq, int Hkv,
-                         float scale_log2, int splits, float* part_o, float* part_ml,
-                         int* counters, bf16_t* out, int out_stride) {
+                         float scale_log2, int splits, float* part_o, float* part_ml, int* counters,
+                         bf16_t* out, int out_stride) {
   using Sh = F8Shape<W, ST, HD>;
   constexpr int kTile = Sh::kTile, kRow = Sh::kRow;
   constexpr int KPL = HD / 4;  // K codes a lane reads of a key: HD/16 k-steps of 4
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
         const uint4 v =
             *reinterpret_cast<const uint4*>(ks + (nt * 8 + qd) * kRow + qm * KPL + i * 16);
         kw[nt][4 * i] = v.x, kw[nt][4 * i + 1] = v.y, kw[nt][4 * i + 2] = v.z,
-        kw[nt][4 * i + 3] = v.w;
+                   kw[nt][4 * i + 3] = v.w;
       }
     uint32_t vw[4][DPL / 4];
 #pragma unroll
@@ -222,9 +222,9 @@ __global__ void __launch_bounds__(W * 32, F8Shape<W, ST, HD>::kBlocksPerSm)
       sm_l[warp][qd] = l;
     }
   }
-  decode_mma_finish<W, HD>(sm_m, sm_l, reinterpret_cast<const float*>(smem_raw), sm_last,
-                           {s, kvh, G, Hq, Hkv, split, splits, eff, part_o, part_ml, counters,
-                            out, out_stride});
+  decode_mma_finish<W, HD>(
+      sm_m, sm_l, reinterpret_cast<const float*>(smem_raw), sm_last,
+      {s, kvh, G, Hq, Hkv, split, splits, eff, part_o, part_ml, counters, out, out_stride});
 }
 
 template <int W, int ST, int HD>
@@ -232,8 +232,8 @@ void launch(const bf16_t* q, int q_stride, PagedKv kv, bf16_t* out, int out_stri
             int Hkv, float scale_log2, int splits, float* part_o, float* part_ml, int* counters,
             cudaStream_t stream) {
   launch_decode_mma<decode_mma_f8_kernel<W, ST, HD>>(
-      W * 32, F8Shape<W, ST, HD>::kSmem, q, q_stride, kv, out, out_stride, S, Hq, Hkv,
-      scale_log2, splits, part_o, part_ml, counters, stream, /*pdl=*/false);
+      W * 32, F8Shape<W, ST, HD>::kSmem, q, q_stride, kv, out, out_stride, S, Hq, Hkv, scale_log2,
+      splits, part_o, part_ml, counters, stream, /*pdl=*/false);
 }
 
 template <int HD>

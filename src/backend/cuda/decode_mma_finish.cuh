@@ -25,8 +25,8 @@ template <int HD>
 constexpr int kDecodeMergeLd = HD + 4;
 
 // Call with every thread of the block once each warp has stored rows [warp*8, warp*8+G) of
-// sm_o ([NW][8][kDecodeMergeLd<HD>] unnormalised outputs) and sm_m / sm_l (running max, log2 domain, and sum);
-// no barrier is needed before the call.
+// sm_o ([NW][8][kDecodeMergeLd<HD>] unnormalised outputs) and sm_m / sm_l (running max, log2
+// domain, and sum); no barrier is needed before the call.
 template <int NW, int HD>
 __device__ __forceinline__ void decode_mma_finish(const float (&sm_m)[NW][8],
                                                   const float (&sm_l)[NW][8], const float* sm_o,

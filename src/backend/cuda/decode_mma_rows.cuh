@@ -19,8 +19,8 @@ namespace tandem::cuda {
 struct DecodeMmaBlock {
   int kvh, s, split, G, warp, lane, qd, qm, eff, t0, t1, ntiles;
 };
-__device__ __forceinline__ DecodeMmaBlock decode_mma_block(const int32_t* ctx_lens, int Hq,
-                                                           int Hkv, int splits, int tile) {
+__device__ __forceinline__ DecodeMmaBlock decode_mma_block(const int32_t* ctx_lens, int Hq, int Hkv,
+                                                           int splits, int tile) {
   DecodeMmaBlock b;
   b.kvh = blockIdx.x, b.s = blockIdx.y, b.split = blockIdx.z;
   b.G = Hq / Hkv;
@@ -52,7 +52,9 @@ struct DecodeKeyRows {
     pow2 = (bs_ & (bs_ - 1)) == 0;
   }
 
-  __device__ __forceinline__ int token(int j, int i) const { return t0 + j * kTile + first + i * kStep; }
+  __device__ __forceinline__ int token(int j, int i) const {
+    return t0 + j * kTile + first + i * kStep;
+  }
 
   // Loads the entries of tile j (nothing past t1).
   __device__ __forceinline__ void fetch(int j) {

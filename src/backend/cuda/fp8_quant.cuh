@@ -23,7 +23,7 @@ void quantize_weight_fp8(const __nv_bfloat16* W, int64_t N, int K, uint8_t* q, f
 // 128)][R], R = rows (>= T; 0: T): rows T..R-1 get zero codes and scales (padding for a GEMM
 // that takes only some row counts). K % 4 == 0. norm_w: [K] or null (no norm).
 void quantize_rows_fp8(const __nv_bfloat16* X, int ldx, int T, int K, uint8_t* q, float* s,
-                       cudaStream_t stream, const __nv_bfloat16* norm_w = nullptr,
-                       float eps = 0.0f, int rows = 0);
+                       cudaStream_t stream, const __nv_bfloat16* norm_w = nullptr, float eps = 0.0f,
+                       int rows = 0);
 
 }  // namespace tandem::cuda

@@ -1,8 +1,8 @@
 #include "backend/cuda/gemm.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "backend/cuda/check.cuh"
@@ -108,15 +108,15 @@ void Gemm::set_cols(Plan& p, int T) {
 cublasStatus_t Gemm::run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
                          const __nv_bfloat16* W, void* Y, cudaStream_t stream, bool accumulate) {
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  return cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &algo,
-                        workspace_, workspace_bytes_, stream);
+  return cublasLtMatmul(lt_, p.op, &alpha, W, p.a, X, p.b, &beta, Y, p.c, Y, p.c, &algo, workspace_,
+                        workspace_bytes_, stream);
 }
 
 // The library's top candidates for T_query rows (>= T); outside graph capture, and where Y is
 // not also an input, each is timed on the real operands at T rows (the result is recomputed
 // by the caller) and the fastest is kept.
-void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T,
-                  int N, int K, cudaStream_t stream, int T_query, bool accumulate) {
+void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N,
+                  int K, cudaStream_t stream, int T_query, bool accumulate) {
   constexpr int kCandidates = 8;
   cublasLtMatmulPreference_t pref;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -144,8 +144,7 @@ void Gemm::choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void*
   int best_i = 0;
   for (int i = 0; i < found; ++i) {
     if (heur[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    if (run(p, heur[i].algo, X, W, Y, stream, false) != CUBLAS_STATUS_SUCCESS)
-      continue;  // warm-up
+    if (run(p, heur[i].algo, X, W, Y, stream, false) != CUBLAS_STATUS_SUCCESS) continue;  // warm-up
     float t = 1e30f;
     for (int rep = 0; rep < 2; ++rep) {
       TANDEM_CUDA_CHECK(cudaEventRecord(e0, stream));

@@ -86,8 +86,8 @@ class Gemm {
   enum class Choice { kTimed, kHeuristic };
   void set_choice(Choice c) { choice_ = c; }
 
-  // Plans are per (bucket of T, N, K, ldx, ldy, accumulate): T rounds up to a bucket (exact up to 16,
-  // then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set. Each
+  // Plans are per (bucket of T, N, K, ldx, ldy, accumulate): T rounds up to a bucket (exact up to
+  // 16, then steps of 16/32/64/256), so an engine whose step sizes vary keeps a bounded set. Each
   // bucket's algorithm is the library's choice for the bucket's largest T, so no T in it
   // needs more tiles than that.
   static int bucket(int T);
@@ -114,12 +114,12 @@ class Gemm {
   // strides ldw, ldx, ldy.
   static void init_plan(Plan& p, int k, int T, int N, int ldw, int ldx, int ldy);
   using PlanKey = std::tuple<int, int, int, int, int, bool>;  // T (bucket or exact), N, K,
-                                                               // ldx, ldy, accumulate
+                                                              // ldx, ldy, accumulate
   Plan& plan(const __nv_bfloat16* X, const __nv_bfloat16* W, __nv_bfloat16* Y, const PlanKey& key,
              int T, cudaStream_t stream);
   // accumulate: Y is also an input, so candidates are not timed on it.
-  void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N,
-              int K, cudaStream_t stream, int T_query, bool accumulate);
+  void choose(Plan& p, const __nv_bfloat16* X, const __nv_bfloat16* W, void* Y, int T, int N, int K,
+              cudaStream_t stream, int T_query, bool accumulate);
   void set_cols(Plan& p, int T);  // the n extent (rows of X and Y) the layouts describe
   cublasStatus_t run(const Plan& p, const cublasLtMatmulAlgo_t& algo, const __nv_bfloat16* X,
                      const __nv_bfloat16* W, void* Y, cudaStream_t stream, bool accumulate);

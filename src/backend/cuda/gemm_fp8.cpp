@@ -30,8 +30,10 @@ void init_plan(cublasLtMatmulDesc_t& op, cublasLtMatrixLayout_t& a, cublasLtMatr
                cublasLtMatrixLayout_t& c, int T, int N, int K, int ldy) {
   TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
   const cublasLtMatmulMatrixScale_t sa = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F,
                                     sb = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
   TANDEM_CUBLAS_CHECK(
@@ -74,8 +76,8 @@ bool Fp8Gemm::supported() {
       return false;
     }
     if (major != 9 || cublasLtGetVersion() < 120900) {
-      probe_note() = fmt::format("compute capability {}.{}, cuBLASLt {}", major, minor,
-                                 cublasLtGetVersion());
+      probe_note() =
+          fmt::format("compute capability {}.{}, cuBLASLt {}", major, minor, cublasLtGetVersion());
       return false;
     }
     cublasLtHandle_t lt = nullptr;
@@ -220,8 +222,8 @@ int Fp8Gemm::quantize(const __nv_bfloat16* X, int ldx, int T, int K, cudaStream_
   return rows;
 }
 
-void Fp8Gemm::linear(const __nv_bfloat16* X, int ldx, const Fp8Weight& W, __nv_bfloat16* Y,
-                     int ldy, int T, int N, int K, cudaStream_t stream, bool accumulate,
+void Fp8Gemm::linear(const __nv_bfloat16* X, int ldx, const Fp8Weight& W, __nv_bfloat16* Y, int ldy,
+                     int T, int N, int K, cudaStream_t stream, bool accumulate,
                      const __nv_bfloat16* norm_w, float eps) {
   if (T <= 0) return;
   if (ldx == 0) ldx = K;
@@ -234,13 +236,12 @@ void Fp8Gemm::linear(const __nv_bfloat16* X, int ldx, const Fp8Weight& W, __nv_b
     gemv_fp8(X, ldx, W.q, W.s, W.lds, Y, ldy, T, N, K, stream, /*swiglu=*/false, accumulate);
     return;
   }
-  gemm(xq_, xs_, W, Y, ldy, quantize(X, ldx, T, K, stream, norm_w, eps), N, K, stream,
-       accumulate);
+  gemm(xq_, xs_, W, Y, ldy, quantize(X, ldx, T, K, stream, norm_w, eps), N, K, stream, accumulate);
 }
 
-void Fp8Gemm::linear_swiglu(const __nv_bfloat16* X, const Fp8Weight& W_gate_up,
-                            __nv_bfloat16* act, __nv_bfloat16* scratch, int T, int I, int K,
-                            cudaStream_t stream, const __nv_bfloat16* norm_w, float eps) {
+void Fp8Gemm::linear_swiglu(const __nv_bfloat16* X, const Fp8Weight& W_gate_up, __nv_bfloat16* act,
+                            __nv_bfloat16* scratch, int T, int I, int K, cudaStream_t stream,
+                            const __nv_bfloat16* norm_w, float eps) {
   if (T <= 0) return;
   if (T <= gemv_max_) {
     if (norm_w) {

@@ -47,8 +47,8 @@ class Fp8Gemm {
   // Y = X Wd^T (accumulate: Y = bf16(X Wd^T + Y), the sum in fp32). ldx % 8 == 0,
   // K % 16 == 0, T <= max_rows, K <= max_k; Y (and scratch below) room for padded_rows(T)
   // rows. Capturable in a CUDA graph once the shape has run outside capture.
-  void linear(const __nv_bfloat16* X, int ldx, const Fp8Weight& W, __nv_bfloat16* Y, int ldy,
-              int T, int N, int K, cudaStream_t stream, bool accumulate = false,
+  void linear(const __nv_bfloat16* X, int ldx, const Fp8Weight& W, __nv_bfloat16* Y, int ldy, int T,
+              int N, int K, cudaStream_t stream, bool accumulate = false,
               const __nv_bfloat16* norm_w = nullptr, float eps = 0.0f);
 
   // The MLP's first half: act[T, I] = silu(X Wg^T) * (X Wu^T) with the fused [2I, K] gate/up
@@ -84,8 +84,8 @@ class Fp8Gemm {
   size_t workspace_bytes_ = 0;
   int max_rows_ = 0, max_k_ = 0;
   int gemv_max_ = 8;
-  uint8_t* xq_ = nullptr;   // [max_rows, max_k] codes
-  float* xs_ = nullptr;     // [ceil(max_k / 128), max_rows] scales
+  uint8_t* xq_ = nullptr;       // [max_rows, max_k] codes
+  float* xs_ = nullptr;         // [ceil(max_k / 128), max_rows] scales
   __nv_bfloat16* h_ = nullptr;  // [kGemvFp8MaxTokens, max_k] normalised rows for the GEMV
   std::map<Key, Plan> plans_;
 };

@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kThreads)
     gemv_kernel(const XT* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N, int K,
                 bool accumulate) {
   constexpr int R = SWIGLU ? 2 : 1;  // weight rows per warp
-  launch_dependents();  // a following PDL kernel (the next GEMV) may launch and wait
+  launch_dependents();               // a following PDL kernel (the next GEMV) may launch and wait
   const int n = (blockIdx.x * kThreads + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
   if (n >= N) return;
@@ -109,8 +109,7 @@ void launch(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int N
   if (swiglu)
     launch_pdl(gemv_kernel<T, true>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K, accumulate);
   else
-    launch_pdl(gemv_kernel<T, false>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K,
-               accumulate);
+    launch_pdl(gemv_kernel<T, false>, grid, block, 0, stream, X, ldx, W, Y, ldy, N, K, accumulate);
 }
 
 // launch<T> for the T in [1, kGemvMaxTokens] given at run time (Is = T - 1).
@@ -141,16 +140,15 @@ void gemv(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, 
           cudaStream_t stream, bool swiglu, bool accumulate) {
   if (T < 1 || T > kGemvMaxTokens) cuda_fail("gemv", "T must be in [1, 8]", __FILE__, __LINE__);
   if (swiglu && accumulate) cuda_fail("gemv", "SwiGLU does not accumulate", __FILE__, __LINE__);
-  launch_rows(std::make_integer_sequence<int, kGemvMaxTokens>{}, T, X, ldx, W, Y, ldy, N, K,
-              swiglu, accumulate, stream);
+  launch_rows(std::make_integer_sequence<int, kGemvMaxTokens>{}, T, X, ldx, W, Y, ldy, N, K, swiglu,
+              accumulate, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 
 void gemv_swiglu_f32x(const float* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, int T, int N,
                       int K, cudaStream_t stream) {
   if (T < 1 || T > 2 || ldx % 4 || reinterpret_cast<uintptr_t>(X) % 16)
-    cuda_fail("gemv_swiglu_f32x", "T must be 1 or 2, X rows 16-byte aligned", __FILE__,
-              __LINE__);
+    cuda_fail("gemv_swiglu_f32x", "T must be 1 or 2, X rows 16-byte aligned", __FILE__, __LINE__);
   if (T == 1)
     launch_f32x<1>(X, ldx, W, Y, ldy, N, K, stream);
   else

@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(kTcWarps * 32)
           for (int j = 0; j < NT; ++j) mma_f16(blk[r][j], a, b[j][0], b[j][1]);
         }
       }
-    // The block's sums times its scales: c0, c1 are row g's, c2, c3 row g + 8's.
+      // The block's sums times its scales: c0, c1 are row g's, c2, c3 row g + 8's.
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -316,7 +316,6 @@ void launch(const bf16_t* X, int ldx, const uint8_t* Wq, const float* S, int lds
 
 std::atomic<int> g_forced_kernel{-1};  // gemv_fp8_force_kernel
 
-
 // The form for T rows: the CUDA-core one up to kCoreMaxTokens rows only where asked for
 // (TANDEM_GEMV_FP8_TC=0, or the override), the tensor-core one otherwise.
 bool use_tc(int T) {
@@ -340,11 +339,11 @@ void launch_tc(const bf16_t* X, int ldx, const uint8_t* Wq, const float* S, int 
                int ldy, int T, int N, int K, bool swiglu, bool accumulate, cudaStream_t stream) {
   const dim3 grid(unsigned((N + kTcRows - 1) / kTcRows)), block(kTcWarps * 32);
   if (swiglu)
-    launch_pdl(gemv_fp8_tc_kernel<NT, true>, grid, block, 0, stream, X, ldx, Wq, S, lds, Y, ldy,
-               T, N, K, accumulate);
+    launch_pdl(gemv_fp8_tc_kernel<NT, true>, grid, block, 0, stream, X, ldx, Wq, S, lds, Y, ldy, T,
+               N, K, accumulate);
   else
-    launch_pdl(gemv_fp8_tc_kernel<NT, false>, grid, block, 0, stream, X, ldx, Wq, S, lds, Y, ldy,
-               T, N, K, accumulate);
+    launch_pdl(gemv_fp8_tc_kernel<NT, false>, grid, block, 0, stream, X, ldx, Wq, S, lds, Y, ldy, T,
+               N, K, accumulate);
 }
 
 // launch<T> for the T in [1, kCoreMaxTokens] given at run time (Is = T - 1).
@@ -389,8 +388,8 @@ void gemv_fp8(const bf16_t* X, int ldx, const uint8_t* Wq, const float* S, int l
     cuda_fail("gemv_fp8", "X and Wq must be 16-byte aligned", __FILE__, __LINE__);
   if (swiglu && accumulate) cuda_fail("gemv_fp8", "SwiGLU does not accumulate", __FILE__, __LINE__);
   if (!use_tc(T))
-    launch_rows(std::make_integer_sequence<int, kCoreMaxTokens>{}, T, X, ldx, Wq, S, lds, Y, ldy,
-                N, K, swiglu, accumulate, stream);
+    launch_rows(std::make_integer_sequence<int, kCoreMaxTokens>{}, T, X, ldx, Wq, S, lds, Y, ldy, N,
+                K, swiglu, accumulate, stream);
   else if (T <= 8)
     launch_tc<1>(X, ldx, Wq, S, lds, Y, ldy, T, N, K, swiglu, accumulate, stream);
   else

@@ -26,7 +26,8 @@ __device__ __forceinline__ uint8_t kv_fp8_encode(float x, float inv) {
 
 // Two e4m3 codes (low byte first) to their exact fp16 values, packed low first.
 __device__ __forceinline__ uint32_t kv_fp8x2_to_f16x2(uint32_t codes) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes & 0xffffu), __NV_E4M3);
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(codes & 0xffffu), __NV_E4M3);
   return uint32_t(h.x) | (uint32_t(h.y) << 16);
 }
 

@@ -13,8 +13,12 @@ __global__ void __launch_bounds__(128) kv_read_probe_kernel(PagedKv kv, int Hkv,
   const int ctx = kv.ctx_lens[s], bs = kv.block_size;
   const int32_t* bt = kv.block_tables + size_t(s) * kv.max_blocks;
   const int c = threadIdx.x % CH;
-  const uint4* kb = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(kv.k) + size_t(kvh) * HD) + c;
-  const uint4* vb = reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(kv.v) + size_t(kvh) * HD) + c;
+  const uint4* kb =
+      reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(kv.k) + size_t(kvh) * HD) +
+      c;
+  const uint4* vb =
+      reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(kv.v) + size_t(kvh) * HD) +
+      c;
   const size_t row = size_t(Hkv) * HD / 8;  // uint4s per slot
   unsigned acc = 0;
   for (int key0 = threadIdx.x / CH; key0 < ctx; key0 += kStep * kUnroll) {

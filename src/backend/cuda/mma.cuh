@@ -22,8 +22,7 @@ __device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], uint32
 }
 
 // The same with fp16 inputs (the FP8 KV path: e4m3 codes widen to fp16 exactly).
-__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
-                                        uint32_t b1) {
+__device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
       "{%8,%9}, {%0,%1,%2,%3};\n"

@@ -1,9 +1,9 @@
 #include <algorithm>
-#include <type_traits>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <type_traits>
 
 #include "backend/cuda/check.cuh"
 #include "backend/cuda/common.cuh"
@@ -51,8 +51,8 @@ __device__ __forceinline__ float fast_exp2(float x) {  // ex2.approx(-inf) = +0
 template <int HD, int NW, int MT, int BC, bool F8>
 __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
     prefill_attn_kernel(const bf16_t* qkv, int q_stride, const int32_t* positions,
-                        const int4* tiles, int nchunk, PagedKv kv, int G, int Hkv,
-                        float scale_log2, bf16_t* out, int out_stride) {
+                        const int4* tiles, int nchunk, PagedKv kv, int G, int Hkv, float scale_log2,
+                        bf16_t* out, int out_stride) {
   constexpr int NT = NW * 32, BM = NW * 16 * MT, U = 2 * MT;
   constexpr int LD = HD + 8;  // padded rows: conflict-free ldmatrix
   constexpr int CH = HD / 8;  // 16-byte bf16 chunks per key row (F8: 8-code units widened)
@@ -94,12 +94,10 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
   if constexpr (MT == 1) {
     const int mlo = m_of(0), mhi = m_of(1);
     const bool v_lo = mlo < M, v_hi = mhi < M;
-    const bf16_t* q_lo = v_lo ? qkv + size_t(row0 + mlo / G) * q_stride +
-                                    size_t(kvh * G + mlo % G) * HD
-                              : qkv;
-    const bf16_t* q_hi = v_hi ? qkv + size_t(row0 + mhi / G) * q_stride +
-                                    size_t(kvh * G + mhi % G) * HD
-                              : qkv;
+    const bf16_t* q_lo =
+        v_lo ? qkv + size_t(row0 + mlo / G) * q_stride + size_t(kvh * G + mlo % G) * HD : qkv;
+    const bf16_t* q_hi =
+        v_hi ? qkv + size_t(row0 + mhi / G) * q_stride + size_t(kvh * G + mhi % G) * HD : qkv;
 #pragma unroll
     for (int kk = 0; kk < HD / 16; ++kk) {
       const int col = kk * 16 + qm * 2;
@@ -114,8 +112,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
       const int mr = i / CH, c = i % CH, m = m0 + mr;
       const bool ok = m < M;
       const bf16_t* g =
-          ok ? qkv + size_t(row0 + m / G) * q_stride + size_t(kvh * G + m % G) * HD + c * 8
-             : qkv;
+          ok ? qkv + size_t(row0 + m / G) * q_stride + size_t(kvh * G + m % G) * HD + c * 8 : qkv;
       cp_async16(Qs + mr * LD + c * 8, g, ok);
     }
   }
@@ -251,8 +248,8 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
           // A tiles (rows +0, cols +0), (rows +8, +0), (+0, +8), (+8, +8) of m16 tile mt.
 #pragma unroll
           for (int mt = 0; mt < MT; ++mt)
-            ldsm_x4(a[mt], Qs + (warp * 16 * MT + mt * 16 + (lane & 15)) * LD + kk * 16 +
-                               (lane >> 4) * 8);
+            ldsm_x4(a[mt],
+                    Qs + (warp * 16 * MT + mt * 16 + (lane & 15)) * LD + kk * 16 + (lane >> 4) * 8);
         }
 #pragma unroll
         for (int nt = 0; nt < BC / 8; nt += 2) {
@@ -294,8 +291,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
         const int mt = u >> 1, e0 = (u & 1) * 2;
         float mx = -INFINITY;
 #pragma unroll
-        for (int nt = 0; nt < BC / 8; ++nt)
-          mx = fmaxf(mx, fmaxf(s[mt][nt][e0], s[mt][nt][e0 + 1]));
+        for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][e0], s[mt][nt][e0 + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         // Running max in the exp2 domain; a row with no key yet stays at -1e30 (finite).
@@ -359,8 +355,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     const int m = m_of(u);
     if (m >= M) continue;
-    bf16_t* dst =
-        out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * HD + qm * 2;
+    bf16_t* dst = out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * HD + qm * 2;
 #pragma unroll
     for (int n = 0; n < HD / 8; ++n)
       *reinterpret_cast<__nv_bfloat162*>(dst + n * 8) =
@@ -373,8 +368,7 @@ __global__ void __launch_bounds__(NW * 32, NW == 4 ? 2 : 1)
 template <int HD, int NW, int MT, int BC, bool F8>
 constexpr int smem_bytes() {
   const int bf16_rows = (F8 ? 2 : 4) * BC + (MT == 2 ? NW * 16 * MT : 0);
-  return bf16_rows * (HD + 8) * int(sizeof(bf16_t)) +
-         (F8 ? 2 * BC * (HD + int(sizeof(float))) : 0);
+  return bf16_rows * (HD + 8) * int(sizeof(bf16_t)) + (F8 ? 2 * BC * (HD + int(sizeof(float))) : 0);
 }
 
 template <int HD, int NW, int MT, int BC, bool F8>
@@ -389,18 +383,18 @@ void launch(const bf16_t* qkv, int q_stride, const int32_t* positions, const int
   const int nchunk = (kPrefillTileRows * G + BM - 1) / BM;
   const long long blocks = (long long)num_tiles * Hkv * nchunk;
   if (blocks > INT_MAX) cuda_fail("prefill_attention", "too many tiles", __FILE__, __LINE__);
-  kernel<<<unsigned(blocks), NW * 32, smem, stream>>>(
-      qkv, q_stride, positions, reinterpret_cast<const int4*>(tiles), nchunk, kv, G, Hkv,
-      scale_log2, out, out_stride);
+  kernel<<<unsigned(blocks), NW * 32, smem, stream>>>(qkv, q_stride, positions,
+                                                      reinterpret_cast<const int4*>(tiles), nchunk,
+                                                      kv, G, Hkv, scale_log2, out, out_stride);
 }
 
 template <int HD, bool F8>
 void launch_hd(PrefillShape shape, const bf16_t* qkv, int q_stride, const int32_t* positions,
-               const int32_t* tiles, int num_tiles, PagedKv kv, bf16_t* out, int out_stride,
-               int G, int Hkv, float scale_log2, cudaStream_t stream) {
-#define TANDEM_PREFILL_LAUNCH(NW, MT, BC)                                                  \
-  launch<HD, NW, MT, BC, F8>(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, \
-                             G, Hkv, scale_log2, stream)
+               const int32_t* tiles, int num_tiles, PagedKv kv, bf16_t* out, int out_stride, int G,
+               int Hkv, float scale_log2, cudaStream_t stream) {
+#define TANDEM_PREFILL_LAUNCH(NW, MT, BC)                                                        \
+  launch<HD, NW, MT, BC, F8>(qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G, \
+                             Hkv, scale_log2, stream)
   switch (shape) {
     case PrefillShape::kW4R16:
       TANDEM_PREFILL_LAUNCH(4, 1, 64);
@@ -493,7 +487,8 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
     shape = PrefillShape::kW8R16;
   const bool f8 = kv.fp8();
   int smem_max = 0;
-  TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  TANDEM_CUDA_CHECK(
+      cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const int smem_w8r32 =
       f8 ? smem_bytes<128, 8, 2, kBcR32, true>() : smem_bytes<128, 8, 2, kBcR32, false>();
   if (shape == PrefillShape::kW8R32 && smem_max < smem_w8r32)
@@ -501,18 +496,27 @@ void prefill_attention(const bf16_t* qkv, int q_stride, const int32_t* positions
   auto go = [&](auto hd_const) {
     constexpr int HD = decltype(hd_const)::value;
     if (f8)
-      launch_hd<HD, true>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride,
-                          G, Hkv, scale_log2, stream);
+      launch_hd<HD, true>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride, G,
+                          Hkv, scale_log2, stream);
     else
-      launch_hd<HD, false>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out,
-                           out_stride, G, Hkv, scale_log2, stream);
+      launch_hd<HD, false>(shape, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride,
+                           G, Hkv, scale_log2, stream);
   };
   switch (hd) {
-    case 16: go(std::integral_constant<int, 16>{}); break;
-    case 32: go(std::integral_constant<int, 32>{}); break;
-    case 64: go(std::integral_constant<int, 64>{}); break;
-    case 128: go(std::integral_constant<int, 128>{}); break;
-    default: cuda_fail("prefill_attention", "unsupported head_dim", __FILE__, __LINE__);
+    case 16:
+      go(std::integral_constant<int, 16>{});
+      break;
+    case 32:
+      go(std::integral_constant<int, 32>{});
+      break;
+    case 64:
+      go(std::integral_constant<int, 64>{});
+      break;
+    case 128:
+      go(std::integral_constant<int, 128>{});
+      break;
+    default:
+      cuda_fail("prefill_attention", "unsupported head_dim", __FILE__, __LINE__);
   }
   TANDEM_CUDA_CHECK_LAUNCH();
 }

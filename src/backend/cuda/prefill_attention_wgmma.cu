@@ -18,12 +18,12 @@
 namespace tandem::cuda {
 namespace {
 
-constexpr int kHd = 128;                  // head_dim
-constexpr int kRow = 128;                 // bytes of a 64-element swizzled bf16 row
-constexpr int kBc = 64;                   // keys per K/V tile
-constexpr int kStages = 2;                // K/V tiles in flight
-constexpr int kWgs = 2;                   // warpgroups; each owns 64 (query row, head) pairs
-constexpr int kBm = 64 * kWgs;            // (query row, head) pairs per block
+constexpr int kHd = 128;        // head_dim
+constexpr int kRow = 128;       // bytes of a 64-element swizzled bf16 row
+constexpr int kBc = 64;         // keys per K/V tile
+constexpr int kStages = 2;      // K/V tiles in flight
+constexpr int kWgs = 2;         // warpgroups; each owns 64 (query row, head) pairs
+constexpr int kBm = 64 * kWgs;  // (query row, head) pairs per block
 constexpr int kThreads = 128 * kWgs;
 constexpr int kQBytes = 2 * kBm * kRow;   // Q: two head_dim halves
 constexpr int kKvBytes = 2 * kBc * kRow;  // one bf16 K or V tile: two halves
@@ -75,10 +75,10 @@ __global__ void __launch_bounds__(kThreads, 2)
                               const __grid_constant__ CUtensorMap vmap,
                               const __grid_constant__ CUtensorMap ksmap,
                               const __grid_constant__ CUtensorMap vsmap, const bf16_t* qkv,
-                              int q_stride, const int32_t* positions, const int4* tiles,
-                              int nchunk, const int32_t* block_tables, int max_blocks,
-                              const int32_t* ctx_lens, int bs, int G, int Hkv, float scale_log2,
-                              bf16_t* out, int out_stride) {
+                              int q_stride, const int32_t* positions, const int4* tiles, int nchunk,
+                              const int32_t* block_tables, int max_blocks, const int32_t* ctx_lens,
+                              int bs, int G, int Hkv, float scale_log2, bf16_t* out,
+                              int out_stride) {
 #ifdef TANDEM_WGMMA
   constexpr int kMaxPages = kBc / 16;  // cache blocks a tile spans (block size >= 16)
   extern __shared__ unsigned char smem_raw[];
@@ -103,10 +103,10 @@ __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x, wg = tid >> 7, lane = tid & 31;
   const int qd = lane >> 2, qm = lane & 3;
   const int mrow = m0 + wg * 64 + ((tid >> 5) & 3) * 16 + qd;  // this thread's rows: +0, +8
-  int p[2];  // their positions (-1: no row)
+  int p[2];                                                    // their positions (-1: no row)
   int wmax, wmin;
-  prefill_pair_positions(positions, row0, M, G, [&](int u) { return mrow + 8 * u; }, p, wmax,
-                         wmin);
+  prefill_pair_positions(
+      positions, row0, M, G, [&](int u) { return mrow + 8 * u; }, p, wmax, wmin);
   if (tid < kWgs) {
     s_pmax[tid] = -1;
     s_pmin[tid] = INT_MAX;
@@ -206,8 +206,8 @@ __global__ void __launch_bounds__(kThreads, 2)
         const int t = i / (kBc * 16), r = (i >> 4) % kBc, c = i & 15;
         uint4 w = make_uint4(0, 0, 0, 0);
         if (r < valid) {
-          const uint2 q = *reinterpret_cast<const uint2*>((t ? V8 : K8) + s * kF8Codes +
-                                                          r * kHd + c * 8);
+          const uint2 q =
+              *reinterpret_cast<const uint2*>((t ? V8 : K8) + s * kF8Codes + r * kHd + c * 8);
           w = kv_fp8x8_to_bf16(q, (t ? Vsc : Ksc)[s * (kF8Scales / 4) + r * Hkv + kvh]);
         }
         *reinterpret_cast<uint4*>((t ? Vt : Kt) + (c >> 3) * (kBc * kRow) + r * kRow +
@@ -321,8 +321,7 @@ __global__ void __launch_bounds__(kThreads, 2)
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     const int m = mrow + 8 * u;
     if (m >= M) continue;
-    bf16_t* dst =
-        out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * kHd + qm * 2;
+    bf16_t* dst = out + size_t(row0 + m / G) * out_stride + size_t(kvh * G + m % G) * kHd + qm * 2;
 #pragma unroll
     for (int n = 0; n < kHd / 8; ++n)
       *reinterpret_cast<__nv_bfloat162*>(dst + n * 8) =
@@ -397,10 +396,10 @@ void launch(const CUtensorMap& km, const CUtensorMap& vm, const CUtensorMap& ksm
 bool prefill_wgmma_fits(const void* qkv, int q_stride, const PagedKv& kv, int hd, int Hkv) {
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   return hd == kHd && kv.slots > 0 &&
-         (kv.block_size == 16 || kv.block_size == 32 || kv.block_size == 64) &&
-         q_stride % 8 == 0 && aligned(qkv) && aligned(kv.k) && aligned(kv.v) &&
-         (!kv.fp8() || ((Hkv == 4 || Hkv == kF8MaxHkv) && aligned(kv.k_scale) &&
-                        aligned(kv.v_scale))) &&
+         (kv.block_size == 16 || kv.block_size == 32 || kv.block_size == 64) && q_stride % 8 == 0 &&
+         aligned(qkv) && aligned(kv.k) && aligned(kv.v) &&
+         (!kv.fp8() ||
+          ((Hkv == 4 || Hkv == kF8MaxHkv) && aligned(kv.k_scale) && aligned(kv.v_scale))) &&
          skinny_supported();
 }
 
@@ -417,11 +416,11 @@ void prefill_attention_wgmma(const bf16_t* qkv, int q_stride, const int32_t* pos
   const CUtensorMap ksm = f8 ? cache_map(kv.k_scale, kv.slots, Hkv, bs, 2) : km;
   const CUtensorMap vsm = f8 ? cache_map(kv.v_scale, kv.slots, Hkv, bs, 2) : km;
   if (f8)
-    launch<true>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out,
-                 out_stride, G, Hkv, scale_log2, stream);
+    launch<true>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride,
+                 G, Hkv, scale_log2, stream);
   else
-    launch<false>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out,
-                  out_stride, G, Hkv, scale_log2, stream);
+    launch<false>(km, vm, ksm, vsm, qkv, q_stride, positions, tiles, num_tiles, kv, out, out_stride,
+                  G, Hkv, scale_log2, stream);
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 

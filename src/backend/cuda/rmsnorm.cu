@@ -10,8 +10,7 @@ namespace {
 
 // One block per row. The row is read twice (sum of squares, then scale); the second read
 // hits L1/L2.
-__global__ void rmsnorm_kernel(const bf16_t* x, const bf16_t* w, bf16_t* out, int dim,
-                               float eps) {
+__global__ void rmsnorm_kernel(const bf16_t* x, const bf16_t* w, bf16_t* out, int dim, float eps) {
   __shared__ float scratch[32];
   launch_dependents();  // the next (PDL) kernel may launch; it waits for this one's output
   const int dim8 = dim / 8;

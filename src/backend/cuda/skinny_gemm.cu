@@ -32,8 +32,7 @@ __host__ __device__ constexpr int stage_bytes(int nw, int mt) {
 }
 // As many stages as fit (at most 4): 288-row tiles two, 160-row tiles four at 64 rows.
 __host__ __device__ constexpr int stages_for(int nw, int mt) {
-  return (kMaxSmem - 1024) / stage_bytes(nw, mt) < 4 ? (kMaxSmem - 1024) / stage_bytes(nw, mt)
-                                                     : 4;
+  return (kMaxSmem - 1024) / stage_bytes(nw, mt) < 4 ? (kMaxSmem - 1024) / stage_bytes(nw, mt) : 4;
 }
 
 // Tile layout: warpgroup w multiplies tile rows [w NW, (w + 1) NW). Plain form: tile row r is
@@ -55,8 +54,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   static_assert(SWIGLU || !NORM, "the fused norm is built for the SwiGLU form");
   extern __shared__ unsigned char smem_raw[];
   constexpr int STAGES = stages_for(NW, MT);
-  constexpr int kRowsX = 64 * MT;  // X rows in a stage
-  __shared__ uint64_t full[STAGES];  // stage s has landed (phase = use count & 1)
+  constexpr int kRowsX = 64 * MT;              // X rows in a stage
+  __shared__ uint64_t full[STAGES];            // stage s has landed (phase = use count & 1)
   __shared__ float row_ss[NORM ? kRowsX : 1];  // NORM: this block's sums of squares by X row
   launch_dependents();
   constexpr int BN = 2 * NW;                   // weight rows in the tile
@@ -259,7 +258,8 @@ __global__ void __launch_bounds__(kThreads, 1)
       rs = row_scale(sum);
     }
     if constexpr (SWIGLU)
-      v = __floats2bfloat162_rn(swiglu_bf16(rs * s0.x, rs * s1.x), swiglu_bf16(rs * s0.y, rs * s1.y));
+      v = __floats2bfloat162_rn(swiglu_bf16(rs * s0.x, rs * s1.x),
+                                swiglu_bf16(rs * s0.y, rs * s1.y));
     else
       v = plain_out(s0.x, s0.y, Y + size_t(m) * ldy + n);
     *reinterpret_cast<__nv_bfloat162*>(Y + size_t(m) * ldy + n) = v;
@@ -281,12 +281,14 @@ CUtensorMap operand_map(const bf16_t* W, int rows, int K, int ld, int box_rows) 
                     CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
-int tiles_x(int T) { return (T + 63) / 64; }
+int tiles_x(int T) {
+  return (T + 63) / 64;
+}
 
 size_t smem_bytes(int nw, int mt) {
   const size_t pipe = size_t(stages_for(nw, mt)) * stage_bytes(nw, mt);
   const size_t partial = size_t(64 * mt) * 2 * nw * sizeof(float);  // split-K partial
-  return std::max(pipe, partial) + 1024;                             // + alignment slack
+  return std::max(pipe, partial) + 1024;                            // + alignment slack
 }
 
 // The kernel for (NW, MT, swiglu, norm), its dynamic shared memory allowance raised once.
@@ -407,10 +409,9 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
                  bool accumulate) {
   const bool norm = norm_eps >= 0.0f;
   if (T < 1 || T > kSkinnyMaxTokens || N % 2 || K % 8 || ldx % 8 || ldy % 2 || (norm && !swiglu) ||
-      (accumulate && swiglu) ||
-      reinterpret_cast<uintptr_t>(X) % 16 || reinterpret_cast<uintptr_t>(W) % 16 ||
-      !skinny_plan_fits(plan, T) || plan.splits < 1 || plan.rot < 0 ||
-      plan.splits > kMaxSplits)
+      (accumulate && swiglu) || reinterpret_cast<uintptr_t>(X) % 16 ||
+      reinterpret_cast<uintptr_t>(W) % 16 || !skinny_plan_fits(plan, T) || plan.splits < 1 ||
+      plan.rot < 0 || plan.splits > kMaxSplits)
     cuda_fail("skinny_gemm", "unsupported shape or plan", __FILE__, __LINE__);
   if (!skinny_supported())  // the kernel body exists only in sm_90a code
     cuda_fail("skinny_gemm", "this GPU runs no sm_90a code", __FILE__, __LINE__);
@@ -421,8 +422,8 @@ void skinny_gemm(const bf16_t* X, int ldx, const bf16_t* W, bf16_t* Y, int ldy, 
   const CUtensorMap xm = operand_map(X, T, K, ldx, 64 * mt);
   const CUtensorMap wa = operand_map(W, N, K, K, swiglu ? plan.nw / 2 : plan.nw);
   const CUtensorMap wb = swiglu ? operand_map(W + size_t(N) * K, N, K, K, plan.nw / 2) : wa;
-  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu, norm), xm, wa, wb, Y, ldy,
-                                       T, N, K, per_split, plan.rot, norm ? norm_eps : 0.0f,
+  TANDEM_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel(plan, mt, swiglu, norm), xm, wa, wb, Y, ldy, T,
+                                       N, K, per_split, plan.rot, norm ? norm_eps : 0.0f,
                                        accumulate ? 1 : 0));
 }
 

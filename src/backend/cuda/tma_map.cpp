@@ -1,7 +1,7 @@
 #include "backend/cuda/tma_map.h"
 
-#include <cuda_runtime.h>
 #include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 
 #include "backend/cuda/check.cuh"
 

@@ -66,24 +66,22 @@ __device__ __forceinline__ void wgmma_hold(uint32_t (&a)[R]) {
 // 128 and 144, and RS (A from registers, B MN-major) for N = 128. Each thread holds R = N / 2
 // accumulator floats; TANDEM_WG_REGS_R is the instruction's "%0, ..., %(R-1)" list and
 // TANDEM_WG_OUTS_R(d) the matching "+f" operands, followed by the instruction's own inputs.
-#define TANDEM_WG_R0_31 \
-  "%0, %1, %2, %3, %4, %5, %6, %7, " \
-  "%8, %9, %10, %11, %12, %13, %14, %15, " \
+#define TANDEM_WG_R0_31                      \
+  "%0, %1, %2, %3, %4, %5, %6, %7, "         \
+  "%8, %9, %10, %11, %12, %13, %14, %15, "   \
   "%16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31"
-#define TANDEM_WG_R32_39 \
-  "%32, %33, %34, %35, %36, %37, %38, %39"
-#define TANDEM_WG_R40_63 \
+#define TANDEM_WG_R32_39 "%32, %33, %34, %35, %36, %37, %38, %39"
+#define TANDEM_WG_R40_63                     \
   "%40, %41, %42, %43, %44, %45, %46, %47, " \
   "%48, %49, %50, %51, %52, %53, %54, %55, " \
   "%56, %57, %58, %59, %60, %61, %62, %63"
-#define TANDEM_WG_R64_71 \
-  "%64, %65, %66, %67, %68, %69, %70, %71"
+#define TANDEM_WG_R64_71 "%64, %65, %66, %67, %68, %69, %70, %71"
 #define TANDEM_WG_REGS_32 TANDEM_WG_R0_31
 #define TANDEM_WG_REGS_40 TANDEM_WG_R0_31 ", " TANDEM_WG_R32_39
 #define TANDEM_WG_REGS_64 TANDEM_WG_REGS_40 ", " TANDEM_WG_R40_63
 #define TANDEM_WG_REGS_72 TANDEM_WG_REGS_64 ", " TANDEM_WG_R64_71
-#define TANDEM_WG_O8(d, i)                                                                  \
+#define TANDEM_WG_O8(d, i)                                                                    \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
 #define TANDEM_WG_OUTS_32(d) \
@@ -95,18 +93,20 @@ __device__ __forceinline__ void wgmma_hold(uint32_t (&a)[R]) {
 
 #ifdef TANDEM_WGMMA
 // D (+)= A B: descriptors a (operand IA) and b (IB), scale-d predicate from `accumulate` (IP).
-#define TANDEM_WGMMA_SS(N, R, IA, IB, IP)                                                 \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IP ", 0;\n"                          \
+#define TANDEM_WGMMA_SS(N, R, IA, IB, IP)                                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IP                                        \
+               ", 0;\n"                                                                        \
                "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" TANDEM_WG_REGS_##R \
-               "}, %" #IA ", %" #IB ", p, 1, 1, 0, 0;\n}\n"                                  \
-               : TANDEM_WG_OUTS_##R(d)                                                      \
+               "}, %" #IA ", %" #IB ", p, 1, 1, 0, 0;\n}\n"                                    \
+               : TANDEM_WG_OUTS_##R(d)                                                         \
                : "l"(a), "l"(b), "r"(accumulate))
 // D (+)= A B: A from registers a[0..3] (operands IA .. IA + 3 written out), B MN-major.
-#define TANDEM_WGMMA_RS(N, R, IA0, IA1, IA2, IA3, IB, IP)                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IP ", 0;\n"                          \
+#define TANDEM_WGMMA_RS(N, R, IA0, IA1, IA2, IA3, IB, IP)                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #IP                                        \
+               ", 0;\n"                                                                        \
                "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" TANDEM_WG_REGS_##R \
                "}, {%" #IA0 ", %" #IA1 ", %" #IA2 ", %" #IA3 "}, %" #IB ", p, 1, 1, 1;\n}\n"   \
-               : TANDEM_WG_OUTS_##R(d)                                                      \
+               : TANDEM_WG_OUTS_##R(d)                                                         \
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate))
 #else
 #define TANDEM_WGMMA_SS(N, R, IA, IB, IP) (void)0

@@ -128,16 +128,16 @@ class DecodeAttention : public ::testing::TestWithParam<DecodeKernel> {
 // TANDEM_TEST_SEED=19299), and must also stay near the result on the unquantized values.
 void check_decode(bool fp8, DecodeKernel kind) {
   Rng rng(test_seed() + (fp8 ? 13 : 11));
-  for (DecodeShape sh : {DecodeShape{10, 2, 128, 16}, DecodeShape{4, 2, 16, 16},
-                         DecodeShape{8, 1, 64, 32}, DecodeShape{16, 2, 128, 16},
-                         DecodeShape{40, 8, 128, 32}, DecodeShape{7, 7, 64, 16}}) {
+  for (DecodeShape sh :
+       {DecodeShape{10, 2, 128, 16}, DecodeShape{4, 2, 16, 16}, DecodeShape{8, 1, 64, 32},
+        DecodeShape{16, 2, 128, 16}, DecodeShape{40, 8, 128, 32}, DecodeShape{7, 7, 64, 16}}) {
     std::vector<int32_t> ctx = {1, 17, 300, 1029, 64, 5, 2500, 65, 63};
     ctx.push_back(0);  // a padding row of a decode graph: zero output
     PagedCase pc(rng, ctx, sh.Hq, sh.Hkv, sh.hd, sh.bs);
     PagedCase::Fp8 f8;
     if (fp8) f8 = pc.to_fp8(rng);
-    const bool tensor_cores = kind != DecodeKernel::kPortable && (sh.hd == 64 || sh.hd == 128) &&
-                              sh.Hq / sh.Hkv <= 8;
+    const bool tensor_cores =
+        kind != DecodeKernel::kPortable && (sh.hd == 64 || sh.hd == 128) && sh.Hq / sh.Hkv <= 8;
     PagedCase read = pc;  // the values the kernel computes with
     if (fp8 && tensor_cores) {
       read.k = f8.k_exact;
@@ -158,8 +158,9 @@ void check_decode(bool fp8, DecodeKernel kind) {
       Dev<float> ws(decode_attention_workspace(S, sh.Hq, sh.hd, splits));
       TANDEM_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size() * sizeof(float)));
       PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs};
-      if (fp8) kv = {dkq.get(), dvq.get(), dbt.get(), pc.max_blocks, dctx.get(), sh.bs,
-                     dks.get(), dvs.get()};
+      if (fp8)
+        kv = {dkq.get(),  dvq.get(), dbt.get(), pc.max_blocks,
+              dctx.get(), sh.bs,     dks.get(), dvs.get()};
       // Twice: split counters must be back at zero after a call (graph replays rely on it).
       decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, sh.Hq, sh.Hkv, sh.hd,
                        1.0f / std::sqrt(float(sh.hd)), splits, ws.get(), nullptr);
@@ -184,8 +185,8 @@ void check_decode(bool fp8, DecodeKernel kind) {
             ref.push_back(r[i]);
           }
         }
-      EXPECT_LT(rel_error(got, ref), 1e-2) << "hd " << sh.hd << " G " << sh.Hq / sh.Hkv
-                                           << " splits " << splits << " fp8 " << fp8;
+      EXPECT_LT(rel_error(got, ref), 1e-2)
+          << "hd " << sh.hd << " G " << sh.Hq / sh.Hkv << " splits " << splits << " fp8 " << fp8;
       // The unquantized cache's answer, loosely: e4m3 keeps 3 mantissa bits, and on random
       // data the outputs move by up to about 10% (0.102 seen with TANDEM_TEST_SEED=30218).
       if (fp8) {
@@ -197,8 +198,7 @@ void check_decode(bool fp8, DecodeKernel kind) {
           for (int h = 0; h < sh.Hq; ++h) {
             std::vector<double> r(sh.hd, 0.0);
             if (pc.ctx[s] > 0)
-              orig.ref(q.data() + size_t(s) * qstride + h * sh.hd, s, h, pc.ctx[s] - 1,
-                       r.data());
+              orig.ref(q.data() + size_t(s) * qstride + h * sh.hd, s, h, pc.ctx[s] - 1, r.data());
             ref0.insert(ref0.end(), r.begin(), r.end());
           }
         EXPECT_LT(rel_error(got, ref0), 0.15) << "hd " << sh.hd << " splits " << splits;
@@ -222,10 +222,14 @@ INSTANTIATE_TEST_SUITE_P(CudaKernels, DecodeAttention,
                                            DecodeKernel::kNarrow, DecodeKernel::kPortable),
                          [](const auto& info) -> std::string {
                            switch (info.param) {
-                             case DecodeKernel::kAuto: return "Auto";
-                             case DecodeKernel::kWide: return "TensorCoresWide";
-                             case DecodeKernel::kNarrow: return "TensorCoresNarrow";
-                             default: return "Portable";
+                             case DecodeKernel::kAuto:
+                               return "Auto";
+                             case DecodeKernel::kWide:
+                               return "TensorCoresWide";
+                             case DecodeKernel::kNarrow:
+                               return "TensorCoresNarrow";
+                             default:
+                               return "Portable";
                            }
                          });
 
@@ -339,15 +343,13 @@ TEST(CudaKernels, DecodeAttentionAfterTheKvWriter) {
 // wide for split grids, while one wide wave holds the grid, or where narrow waves would run
 // emptier; narrow otherwise.
 TEST(CudaKernels, DecodeAttentionShapeChoice) {
-  auto pick = [](int S) {
-    return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132);
-  };
-  EXPECT_EQ(pick(1), DecodeMma::kWide);      // 16 splits
-  EXPECT_EQ(pick(16), DecodeMma::kWide);     // 2 splits
-  EXPECT_EQ(pick(32), DecodeMma::kWide);     // one split, 256 blocks: one wide wave
-  EXPECT_EQ(pick(33), DecodeMma::kWide);     // 264 blocks
+  auto pick = [](int S) { return pick_decode_mma(8 * S, decode_attention_splits(S, 8, 132), 132); };
+  EXPECT_EQ(pick(1), DecodeMma::kWide);   // 16 splits
+  EXPECT_EQ(pick(16), DecodeMma::kWide);  // 2 splits
+  EXPECT_EQ(pick(32), DecodeMma::kWide);  // one split, 256 blocks: one wide wave
+  EXPECT_EQ(pick(33), DecodeMma::kWide);  // 264 blocks
   EXPECT_EQ(pick(48), DecodeMma::kNarrow);
-  EXPECT_EQ(pick(64), DecodeMma::kNarrow);   // 1 narrow wave, 2 wide
+  EXPECT_EQ(pick(64), DecodeMma::kNarrow);  // 1 narrow wave, 2 wide
   EXPECT_EQ(pick(80), DecodeMma::kWide);
   EXPECT_EQ(pick(96), DecodeMma::kWide);     // 1.45 narrow waves
   EXPECT_EQ(pick(128), DecodeMma::kNarrow);  // 128, 256: full waves
@@ -398,8 +400,8 @@ TEST(CudaKernels, DecodeAttentionTiming) {
       PagedKv kv{dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), bs};
       const float scale = 1.0f / std::sqrt(float(hd));
       auto attend = [&] {
-        decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, Hq, Hkv, hd, scale,
-                         splits, ws.get(), nullptr);
+        decode_attention(dq.get(), qstride, kv, dout.get(), ostride, S, Hq, Hkv, hd, scale, splits,
+                         ws.get(), nullptr);
       };
       attend();
       const auto out = dout.floats();
@@ -428,12 +430,13 @@ TEST(CudaKernels, DecodeAttentionTiming) {
           splits = sp;
           const double t_attn = time_us(attend, 20);
           if (sp == auto_splits) t_auto[k == DecodeKernel::kNarrow] = t_attn;
-          std::printf("[ perf ] decode attention %s S=%d ctx %s, %d split(s)%s: %.1f us, %.2f "
-                      "TB/s; streaming read of the same bytes %.1f us, %.2f TB/s (attention at "
-                      "%.2f of it)\n",
-                      k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528",
-                      sp, sp == auto_splits ? " (auto)" : "", t_attn, bytes / t_attn * 1e-6,
-                      t_probe, bytes / t_probe * 1e-6, t_probe / t_attn);
+          std::printf(
+              "[ perf ] decode attention %s S=%d ctx %s, %d split(s)%s: %.1f us, %.2f "
+              "TB/s; streaming read of the same bytes %.1f us, %.2f TB/s (attention at "
+              "%.2f of it)\n",
+              k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528", sp,
+              sp == auto_splits ? " (auto)" : "", t_attn, bytes / t_attn * 1e-6, t_probe,
+              bytes / t_probe * 1e-6, t_probe / t_attn);
         }
       }
       {  // the same lengths in an FP8 cache: codes and a scale per vector
@@ -447,10 +450,11 @@ TEST(CudaKernels, DecodeAttentionTiming) {
         for (DecodeKernel k : {DecodeKernel::kWide, DecodeKernel::kNarrow}) {
           set_decode_attention_kernel(k);
           const double t8 = time_us(attend, 20);
-          std::printf("[ perf ] decode attention fp8 %s S=%d ctx %s: %.1f us, %.2f TB/s; "
-                      "%.2fx the bf16 cache's time\n",
-                      k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528",
-                      t8, bytes8 / t8 * 1e-6, t8 / t_auto[k == DecodeKernel::kNarrow]);
+          std::printf(
+              "[ perf ] decode attention fp8 %s S=%d ctx %s: %.1f us, %.2f TB/s; "
+              "%.2fx the bf16 cache's time\n",
+              k == DecodeKernel::kWide ? "wide" : "narrow", S, spread ? "400-655" : "528", t8,
+              bytes8 / t8 * 1e-6, t8 / t_auto[k == DecodeKernel::kNarrow]);
         }
         kv = {dk.get(), dv.get(), dbt.get(), pc.max_blocks, dctx.get(), bs};
       }

@@ -35,7 +35,10 @@ struct Fp8W {
   std::vector<uint8_t> hq;
   std::vector<float> hs;
   Fp8W(const std::vector<float>& w, int n, int k)
-      : N(n), K(k), lds(int(fp8_scale_stride(k))), q(size_t(n) * k),
+      : N(n),
+        K(k),
+        lds(int(fp8_scale_stride(k))),
+        q(size_t(n) * k),
         s(size_t(fp8_blocks(n)) * fp8_scale_stride(k)) {
     Dev<bf16_t> dw(w);
     TANDEM_CUDA_CHECK(cudaMemset(s.get(), 0, s.size() * 4));
@@ -64,8 +67,8 @@ TEST(Fp8Quant, WeightCodesAndScalesMatchHostRule) {
 }
 
 // Host rows normalised as HF's RMSNorm computes them (fp32 statistics, bf16 roundings).
-std::vector<float> host_norm(const std::vector<float>& x, const std::vector<float>& w, int T,
-                             int K, float eps) {
+std::vector<float> host_norm(const std::vector<float>& x, const std::vector<float>& w, int T, int K,
+                             float eps) {
   std::vector<float> h(x.size());
   for (int t = 0; t < T; ++t) {
     double ss = 0;
@@ -151,7 +154,8 @@ TEST(Fp8Quant, BlockScaledRowCountsOffered) {
                                            sizeof(ws));
       cublasLtMatmulHeuristicResult_t h = {};
       int found = 0;
-      const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 1, &h, &found);
+      const cublasStatus_t st =
+          cublasLtMatmulAlgoGetHeuristic(lt, op, a, b, c, c, pref, 1, &h, &found);
       const bool ok = st == CUBLAS_STATUS_SUCCESS && found > 0;
       (ok ? yes : no) += std::to_string(T) + " ";
       if (T % 4 == 0) {
@@ -324,19 +328,24 @@ TEST_F(Fp8GemmTest, Fp8LinearTiming) {
       };
       auto w16 = [&] { return wb[size_t(++r16 % copies)]->get(); };
       if (sh.swiglu) {
-        us8 = time_us([&] { f.linear_swiglu(x.get(), w8(), act.get(), y.get(), T, sh.N, sh.K, nullptr); }, 20);
-        us16 = time_us([&] { b.linear_swiglu(x.get(), w16(), act.get(), y.get(), T, sh.N, sh.K, nullptr); }, 20);
+        us8 = time_us(
+            [&] { f.linear_swiglu(x.get(), w8(), act.get(), y.get(), T, sh.N, sh.K, nullptr); },
+            20);
+        us16 = time_us(
+            [&] { b.linear_swiglu(x.get(), w16(), act.get(), y.get(), T, sh.N, sh.K, nullptr); },
+            20);
       } else {
-        us8 = time_us([&] { f.linear(x.get(), sh.K, w8(), y.get(), sh.N, T, sh.N, sh.K, nullptr); }, 20);
+        us8 = time_us([&] { f.linear(x.get(), sh.K, w8(), y.get(), sh.N, T, sh.N, sh.K, nullptr); },
+                      20);
         us16 = time_us([&] { b.linear(x.get(), w16(), y.get(), T, sh.N, sh.K, nullptr); }, 20);
       }
       const double flops = 2.0 * T * double(rows) * sh.K;
       const double bytes8 = double(rows) * sh.K, bytes16 = 2 * bytes8;
-      std::printf("[ perf ] fp8 %s T=%d: fp8 %.1f us (%.0f TFLOP/s, %.2f TB/s of weights), bf16 "
-                  "%.1f us (%.0f TFLOP/s, %.2f TB/s): %.2fx; fp8 ideal %.1f us\n",
-                  sh.name, T, us8, flops / us8 * 1e-6, bytes8 / us8 * 1e-6, us16,
-                  flops / us16 * 1e-6, bytes16 / us16 * 1e-6, us16 / us8,
-                  std::max(bytes8 / 4.24e6, flops / 1372e6));
+      std::printf(
+          "[ perf ] fp8 %s T=%d: fp8 %.1f us (%.0f TFLOP/s, %.2f TB/s of weights), bf16 "
+          "%.1f us (%.0f TFLOP/s, %.2f TB/s): %.2fx; fp8 ideal %.1f us\n",
+          sh.name, T, us8, flops / us8 * 1e-6, bytes8 / us8 * 1e-6, us16, flops / us16 * 1e-6,
+          bytes16 / us16 * 1e-6, us16 / us8, std::max(bytes8 / 4.24e6, flops / 1372e6));
       EXPECT_GT(us8, 0.0);
     }
   }

@@ -4,8 +4,8 @@
 
 #include "backend/cuda/fill.cuh"
 #include "backend/cuda/gemm.h"
-#include "backend/cuda/gpu_monitor.h"
 #include "backend/cuda/gemv.cuh"
+#include "backend/cuda/gpu_monitor.h"
 #include "backend/cuda/rmsnorm.cuh"
 #include "gpu_test_util.h"
 
@@ -202,8 +202,8 @@ TEST(CudaKernels, MidGemmTiming) {
     const char* name;
     int N, K;
   };
-  for (Shape sh : {Shape{"qkv", 7168, 5120}, Shape{"o", 5120, 5120},
-                   Shape{"gate_up", 34816, 5120}, Shape{"down", 5120, 17408}}) {
+  for (Shape sh : {Shape{"qkv", 7168, 5120}, Shape{"o", 5120, 5120}, Shape{"gate_up", 34816, 5120},
+                   Shape{"down", 5120, 17408}}) {
     const size_t wbytes = size_t(sh.N) * sh.K * 2;
     const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
     std::vector<std::unique_ptr<Dev<bf16_t>>> ws;
@@ -219,17 +219,18 @@ TEST(CudaKernels, MidGemmTiming) {
         int rep = 0;
         us[tuned] = time_us(
             [&] {
-              g.cublas_linear(dx.get(), ws[size_t(++rep % copies)]->get(), dy.get(), T, sh.N,
-                              sh.K, nullptr);
+              g.cublas_linear(dx.get(), ws[size_t(++rep % copies)]->get(), dy.get(), T, sh.N, sh.K,
+                              nullptr);
             },
             30);
       }
       const double flops = 2.0 * T * double(sh.N) * sh.K;
       const double ideal = std::max(double(wbytes) / 4.24e6, flops / 777e6);
-      std::printf("[ perf ] mid %s T=%d: heuristic %.1f us (%.0f TFLOP/s), timed %.1f us (%.0f),"
-                  " ideal %.1f us (%.2f / %.2f of it)\n",
-                  sh.name, T, us[0], flops / us[0] * 1e-6, us[1], flops / us[1] * 1e-6, ideal,
-                  ideal / us[0], ideal / us[1]);
+      std::printf(
+          "[ perf ] mid %s T=%d: heuristic %.1f us (%.0f TFLOP/s), timed %.1f us (%.0f),"
+          " ideal %.1f us (%.2f / %.2f of it)\n",
+          sh.name, T, us[0], flops / us[0] * 1e-6, us[1], flops / us[1] * 1e-6, ideal,
+          ideal / us[0], ideal / us[1]);
       EXPECT_GT(us[0], 0.0);
     }
   }

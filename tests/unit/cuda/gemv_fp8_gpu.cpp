@@ -254,10 +254,10 @@ TEST(GemvFp8, RejectsBadArguments) {
 
 // Qwen3-14B's decode products at 1 to 16 rows: microseconds per call and the rate the
 // weights stream at (codes + scales), tensor-core and CUDA-core forms (to 8 rows), beside the
-// bf16 GEMV over the same shape (to 8 rows). Weights rotate over copies worth >= 256 MB, so none stays in L2. Calls run
-// back to back: both GEMVs load nothing before their grid dependency wait, so a call's early
-// start (PDL) overlaps only the previous one's tail with its launch, as between the
-// kernels of a decode step.
+// bf16 GEMV over the same shape (to 8 rows). Weights rotate over copies worth >= 256 MB, so none
+// stays in L2. Calls run back to back: both GEMVs load nothing before their grid dependency wait,
+// so a call's early start (PDL) overlaps only the previous one's tail with its launch, as between
+// the kernels of a decode step.
 TEST(GemvFp8, Timing) {
   Rng rng(test_seed() + 65);
   struct Shape {
@@ -322,8 +322,9 @@ TEST(GemvFp8, Timing) {
       std::string others;  // the forms that take this many rows
       if (T <= kCoreRows) {
         char buf[160];
-        std::snprintf(buf, sizeof buf, ", CUDA cores %.1f us %.2f TB/s; bf16 gemv %.1f us %.2f TB/s",
-                      core, fp8_bytes / core * 1e-6, bf16, bf16_bytes / bf16 * 1e-6);
+        std::snprintf(buf, sizeof buf,
+                      ", CUDA cores %.1f us %.2f TB/s; bf16 gemv %.1f us %.2f TB/s", core,
+                      fp8_bytes / core * 1e-6, bf16, bf16_bytes / bf16 * 1e-6);
         others = buf;
       }
       std::printf("[ perf ] gemv_fp8 %s T=%d (%d x %d%s): tensor cores %.1f us %.2f TB/s%s\n",

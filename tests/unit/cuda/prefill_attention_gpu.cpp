@@ -69,8 +69,7 @@ struct PrefillBatch {
     }
   }
   const float* kv_at(const std::vector<float>& c, int s, int tok, int kvh) const {
-    const int64_t slot =
-        int64_t(block_tables[size_t(s) * max_blocks + tok / bs]) * bs + tok % bs;
+    const int64_t slot = int64_t(block_tables[size_t(s) * max_blocks + tok / bs]) * bs + tok % bs;
     return c.data() + (size_t(slot) * Hkv + kvh) * hd;
   }
   // softmax(q k^T / sqrt(hd)) v of query row t, head h, over keys [0, pos[t]], with the
@@ -140,9 +139,8 @@ struct Fp8Cache {
           quantize(b.v, row, b.hd, v, v_scale, vd);
         }
   }
-  static void quantize(const std::vector<float>& x, size_t row, int hd,
-                       std::vector<uint8_t>& codes, std::vector<float>& scales,
-                       std::vector<float>& back) {
+  static void quantize(const std::vector<float>& x, size_t row, int hd, std::vector<uint8_t>& codes,
+                       std::vector<float>& scales, std::vector<float>& back) {
     const size_t o = row * size_t(hd);
     scales[row] = kv_fp8_quantize(x.data() + o, hd, codes.data() + o);
     for (int i = 0; i < hd; ++i)
@@ -249,8 +247,9 @@ std::vector<int> all_rows(const PrefillBatch& b) {
 const PrefillShape kShapes[] = {PrefillShape::kW4R16, PrefillShape::kW8R16, PrefillShape::kW4R32,
                                 PrefillShape::kW8R32, PrefillShape::kWgmma, PrefillShape::kAuto};
 std::string shape_name(PrefillShape s) {
-  const char* names[] = {"auto", "4 warps x 16 rows", "8 warps x 16 rows", "4 warps x 32 rows",
-                         "8 warps x 32 rows", "wgmma"};
+  const char* names[] = {
+      "auto", "4 warps x 16 rows", "8 warps x 16 rows", "4 warps x 32 rows", "8 warps x 32 rows",
+      "wgmma"};
   return names[int(s)];
 }
 
@@ -290,8 +289,7 @@ TEST(CudaKernels, PrefillAttentionCases) {
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& cs = cases[c];
     Rng rng(seed + 100 + c);
-    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false,
-                   cs.q_pad);
+    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false, cs.q_pad);
     DeviceBatch d(b);
     const Reference ref(b, all_rows(b));
     for (PrefillShape shape : kShapes)
@@ -308,8 +306,7 @@ TEST(CudaKernels, PrefillAttentionFp8Cases) {
   for (size_t c = 0; c < cases.size(); ++c) {
     const Case& cs = cases[c];
     Rng rng(seed + 100 + c);  // the data of PrefillAttentionCases, then the magnitudes
-    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false,
-                   cs.q_pad);
+    PrefillBatch b(rng, cs.prefix, cs.qlen, cs.Hq, cs.Hkv, cs.hd, cs.bs, cs.q_std, false, cs.q_pad);
     vary_magnitudes(b, rng);
     const Fp8Cache f8(b);
     DeviceBatch d(b, &f8);
@@ -342,8 +339,7 @@ TEST(CudaKernels, PrefillAttentionLongContext) {
     if (t < 140 || t >= b.T - 140 || t % 37 == 0) rows.push_back(t);
   DeviceBatch d(b);
   const Reference ref(b, rows);
-  for (PrefillShape shape : kShapes)
-    check(b, d.run(shape), ref, "3001 keys, " + shape_name(shape));
+  for (PrefillShape shape : kShapes) check(b, d.run(shape), ref, "3001 keys, " + shape_name(shape));
 }
 
 TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
@@ -352,9 +348,9 @@ TEST(CudaKernels, PrefillAttentionRejectsBadInput) {
   DeviceBatch d(b);
   PagedKv kv{d.dk.get(), d.dv.get(), d.dbt.get(), b.max_blocks, d.dctx.get(), b.bs};
   auto call = [&](int Hq, int Hkv, int hd, int shape) {
-    prefill_attention(d.dq.get(), b.qstride, d.dpos.get(), d.dtiles.get(),
-                      int(d.tiles.size() / 4), kv, d.dout.get(), b.ostride, Hq, Hkv, hd, 0.125f,
-                      nullptr, PrefillShape(shape));
+    prefill_attention(d.dq.get(), b.qstride, d.dpos.get(), d.dtiles.get(), int(d.tiles.size() / 4),
+                      kv, d.dout.get(), b.ostride, Hq, Hkv, hd, 0.125f, nullptr,
+                      PrefillShape(shape));
   };
   EXPECT_ANY_THROW(call(4, 2, 96, 0));  // head_dim
   EXPECT_ANY_THROW(call(5, 2, 64, 0));  // Hq % Hkv

@@ -131,10 +131,10 @@ TEST(CudaKernels, SkinnyGemmTiming) {
     bool swiglu, acc;  // acc: the model adds the product into the residual stream
   };
   Gemm lib(0);
-  for (Shape sh : {Shape{"qkv", 7168, 5120, false, false}, Shape{"o", 5120, 5120, false, true},
-                   Shape{"gate_up", 17408, 5120, true, false},
-                   Shape{"down", 5120, 17408, false, true},
-                   Shape{"lm_head", 151936, 5120, false, false}}) {
+  for (Shape sh :
+       {Shape{"qkv", 7168, 5120, false, false}, Shape{"o", 5120, 5120, false, true},
+        Shape{"gate_up", 17408, 5120, true, false}, Shape{"down", 5120, 17408, false, true},
+        Shape{"lm_head", 151936, 5120, false, false}}) {
     const int rows = sh.swiglu ? 2 * sh.N : sh.N;
     const size_t wbytes = size_t(rows) * sh.K * 2;
     const int copies = int(std::max<size_t>(1, (size_t(256) << 20) / wbytes + 1));
@@ -143,8 +143,8 @@ TEST(CudaKernels, SkinnyGemmTiming) {
     for (int c = 0; c < copies; ++c) ws.push_back(std::make_unique<Dev<bf16_t>>(w));
     for (int T : {128, 96, 64, 32, 16, 8}) {
       auto x = random_bf16(rng, size_t(T) * sh.K);
-      Dev<bf16_t> dx(x), dy(std::vector<float>(size_t(T) * sh.N, 0.0f)),
-          dgu(size_t(T) * rows), dsep(1);
+      Dev<bf16_t> dx(x), dy(std::vector<float>(size_t(T) * sh.N, 0.0f)), dgu(size_t(T) * rows),
+          dsep(1);
       int rep = 0;
       // One product on the next weight copy, then the separator kernel.
       auto time_rotating = [&](auto&& fn) {
@@ -187,9 +187,12 @@ TEST(CudaKernels, SkinnyGemmTiming) {
       std::printf(
           "[ perf ] skinny %s T=%d (%d x %d%s): cuBLASLt%s %.1f us %.2f TB/s; auto "
           "%d/%dr%d %.1f us %.2f TB/s (%.2fx)",
-          sh.name, T, rows, sh.K, sh.swiglu ? ", SwiGLU" : sh.acc ? ", accumulate" : "",
-          sh.swiglu ? "+SwiGLU" : "", t_lib,
-          tbs(t_lib), ap.nw, ap.splits, ap.rot, t_auto, tbs(t_auto), t_lib / t_auto);
+          sh.name, T, rows, sh.K,
+          sh.swiglu ? ", SwiGLU"
+          : sh.acc  ? ", accumulate"
+                    : "",
+          sh.swiglu ? "+SwiGLU" : "", t_lib, tbs(t_lib), ap.nw, ap.splits, ap.rot, t_auto,
+          tbs(t_auto), t_lib / t_auto);
       for (size_t i = 0; i < std::min<size_t>(5, sweep.size()); ++i)
         std::printf("%s %d/%dr%d %.1f", i ? "," : "; best", sweep[i].p.nw, sweep[i].p.splits,
                     sweep[i].p.rot, sweep[i].us);

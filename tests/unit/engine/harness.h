@@ -70,8 +70,7 @@ struct Harness {
   EngineCore core;
   RequestId next_id = 1;
 
-  Harness(int vocab, int block_size, int num_blocks, const EngineOptions& opt,
-          int runner_knee = 0)
+  Harness(int vocab, int block_size, int num_blocks, const EngineOptions& opt, int runner_knee = 0)
       : runner(vocab, block_size, num_blocks, 4096, runner_knee), core(runner, opt) {}
 
   std::shared_ptr<RequestHandle> submit(Request r) {

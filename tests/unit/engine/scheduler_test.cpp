@@ -278,22 +278,16 @@ TEST(Scheduler, PrefillRidesAlongDecodesUpToTheKnee) {
   EXPECT_EQ(run_ride_along(1e9), want);
   EXPECT_EQ(run_ride_along(1e9, -1), want);  // the runner's knee, the same
   const Steps whole = {
-      {"1@0+20"},         {"1@20+1", "2@0+60"}, {"1@21+1", "2@60+1"}, {"1@22+1", "2@61+1"},
-      {"1@23+1"},         {"1@24+1"},           {"1@25+1"},           {"1@26+1"},
+      {"1@0+20"}, {"1@20+1", "2@0+60"}, {"1@21+1", "2@60+1"}, {"1@22+1", "2@61+1"},
+      {"1@23+1"}, {"1@24+1"},           {"1@25+1"},           {"1@26+1"},
   };
   EXPECT_EQ(run_ride_along(1e9, 0), whole);  // 0: off, whatever the runner says
 }
 
 TEST(Scheduler, PrefillTakesTheBudgetWhenItsTargetIsDue) {
   const Steps want = {
-      {"1@0+20"},
-      {"1@20+1", "2@0+60"},
-      {"1@21+1", "2@60+1"},
-      {"1@22+1", "2@61+1"},
-      {"1@23+1"},
-      {"1@24+1"},
-      {"1@25+1"},
-      {"1@26+1"},
+      {"1@0+20"}, {"1@20+1", "2@0+60"}, {"1@21+1", "2@60+1"}, {"1@22+1", "2@61+1"},
+      {"1@23+1"}, {"1@24+1"},           {"1@25+1"},           {"1@26+1"},
   };
   EXPECT_EQ(run_ride_along(0.0), want);
 }

@@ -85,10 +85,10 @@ class Paging {
 };
 
 struct Diff {
-  double rel = 0;       // worst ||cuda - cpu|| / ||cpu|| over rows
+  double rel = 0;  // worst ||cuda - cpu|| / ||cpu|| over rows
   int worst_step = -1, worst_row = -1;
   double worst_norm = 0;  // ||cpu|| of the worst row
-  int argmax_miss = 0;  // rows whose argmax differs although the CPU margin was > 0.5
+  int argmax_miss = 0;    // rows whose argmax differs although the CPU margin was > 0.5
   int rows = 0;
 };
 
@@ -126,8 +126,7 @@ void compare(const std::vector<float>& cuda, const std::vector<float>& cpu, int 
 // FP8 weights add a variant whose products all take the weight-only GEMV (8-row passes):
 // bf16 rows as the bf16 runner has them, so its bound is gemv_tol (loading and the GEMV
 // checked apart from the rows' quantization).
-void run_schedule(const std::string& preset, double tol,
-                  KvCacheDtype kv = KvCacheDtype::kBf16,
+void run_schedule(const std::string& preset, double tol, KvCacheDtype kv = KvCacheDtype::kBf16,
                   WeightDtype weights = WeightDtype::kAuto, double gemv_tol = 0,
                   bool check_argmax = true) {
   const fs::path dir = make_model(preset);
@@ -213,9 +212,9 @@ void run_schedule(const std::string& preset, double tol,
     std::printf(
         "[ model ] %s %s%s %-12s rows %d  worst rel error %.2e (step %d row %d, cpu rms %.3g)  "
         "argmax misses %d\n",
-        preset.c_str(), kv_cache_dtype_name(kv),
-        weights == WeightDtype::kFp8 ? " fp8-weights" : "", variants[g].name, diffs[g].rows, diffs[g].rel, diffs[g].worst_step,
-        diffs[g].worst_row, diffs[g].worst_norm, diffs[g].argmax_miss);
+        preset.c_str(), kv_cache_dtype_name(kv), weights == WeightDtype::kFp8 ? " fp8-weights" : "",
+        variants[g].name, diffs[g].rows, diffs[g].rel, diffs[g].worst_step, diffs[g].worst_row,
+        diffs[g].worst_norm, diffs[g].argmax_miss);
     const bool gemv_only = std::string(variants[g].name) == "fp8-gemv";
     EXPECT_LT(diffs[g].rel, gemv_only ? gemv_tol : tol) << preset << " " << variants[g].name;
     // With FP8 rows the random model's near-ties may flip; the tight variants keep every

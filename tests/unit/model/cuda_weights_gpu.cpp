@@ -10,22 +10,22 @@
 #include <string>
 #include <vector>
 
-#include "core/bf16.h"
-#include "core/fp8.h"
-#include "model/config.h"
-#include "model/cuda_runner.h"
-#include "model/cuda_weights.h"
-#include "model/runner.h"
-#include "model/safetensors.h"
-#include "model/testmodel.h"
-#include "model/fp8_weights.h"
-#include "model/safetensors_writer.h"
-#include "core/fs.h"
 #include <nlohmann/json.hpp>
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/gemm_fp8.h"
 #include "backend/cuda/rmsnorm.cuh"
+#include "core/bf16.h"
+#include "core/fp8.h"
+#include "core/fs.h"
 #include "core/rng.h"
+#include "model/config.h"
+#include "model/cuda_runner.h"
+#include "model/cuda_weights.h"
+#include "model/fp8_weights.h"
+#include "model/runner.h"
+#include "model/safetensors.h"
+#include "model/safetensors_writer.h"
+#include "model/testmodel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -38,9 +38,9 @@ namespace tandem::model {
 namespace {
 
 fs::path write_model(bool fp8) {
-  const fs::path dir = fs::temp_directory_path() /
-                       ("tandem-cuda-weights-" + std::string(fp8 ? "fp8-" : "") +
-                        std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() /
+      ("tandem-cuda-weights-" + std::string(fp8 ? "fp8-" : "") + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto tok = find_tokenizer_source();
   if (!tok) fail(ErrorKind::kNotFound, "tokenizer files not found (TANDEM_TOKENIZER_DIR)");
@@ -80,7 +80,8 @@ void check_product(const Checkpoint& ck, const cuda::Fp8Weight& w,
     for (int64_t r = 0; r < sr; ++r)
       for (int64_t k = 0; k < w.lds; ++k) {
         const float want = k < scn ? scale_value(sc, size_t(r * scn + k)) : 0.0f;
-        ASSERT_EQ(s[size_t((row / kFp8Block + r) * w.lds + k)], want) << name << " " << r << "," << k;
+        ASSERT_EQ(s[size_t((row / kFp8Block + r) * w.lds + k)], want)
+            << name << " " << r << "," << k;
       }
     row += n;
   }
@@ -95,10 +96,10 @@ void check_layers(const fs::path& dir, const ModelConfig& c, const CudaWeights& 
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const auto& L = w.layers[size_t(l)];
     EXPECT_EQ(L.qkv, nullptr);
-    check_product(ck, L.qkv8,
-                  {{p + "self_attn.q_proj", Q}, {p + "self_attn.k_proj", KV},
-                   {p + "self_attn.v_proj", KV}},
-                  H);
+    check_product(
+        ck, L.qkv8,
+        {{p + "self_attn.q_proj", Q}, {p + "self_attn.k_proj", KV}, {p + "self_attn.v_proj", KV}},
+        H);
     check_product(ck, L.o8, {{p + "self_attn.o_proj", H}}, Q);
     check_product(ck, L.gate_up8, {{p + "mlp.gate_proj", I}, {p + "mlp.up_proj", I}}, H);
     check_product(ck, L.down8, {{p + "mlp.down_proj", H}}, I);
@@ -281,60 +282,62 @@ TEST(CudaWeights, Fp8CheckpointProductsMatchDequantizedBf16Products) {
     int64_t N, K;
   };
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
-  const auto& L = w.layers[size_t(layer)];
-  for (const P& p : {P{"qkv", &L.qkv8, QKV, H}, P{"o", &L.o8, H, Q}, P{"gate_up", &L.gate_up8, 2 * I, H},
-                     P{"down", &L.down8, H, I}}) {
-    // The dequantized weight, from the device codes and scales.
-    const auto q = download(p.w->q, size_t(p.N * p.K));
-    const auto s = download(p.w->s, size_t(fp8_blocks(p.N) * p.w->lds));
-    std::vector<uint16_t> wb(size_t(p.N * p.K));
-    for (int64_t n = 0; n < p.N; ++n)
-      for (int64_t k = 0; k < p.K; ++k)
-        wb[size_t(n * p.K + k)] = float_to_bf16(fp8_block_dequant(q.data(), s.data(), p.w->lds, p.K, n, k)).bits;
-    for (int T : {1, 2, 16}) {
-      std::vector<uint16_t> xb(size_t(T * p.K));
-      for (auto& v : xb) v = float_to_bf16(float(rng.normal())).bits;
-      void *dx, *dw, *y8, *y16;
-      ASSERT_EQ(cudaMalloc(&dx, xb.size() * 2), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&dw, wb.size() * 2), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&y8, size_t(T + 4) * p.N * 2), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&y16, size_t(T) * p.N * 2), cudaSuccess);
-      cudaMemcpy(dx, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice);
-      cudaMemcpy(dw, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice);
-      auto* X = static_cast<const __nv_bfloat16*>(dx);
-      // qkv with the layer's input norm folded in (the runner's call), against the norm
-      // kernel then the bf16 product.
-      const __nv_bfloat16* nw = std::string(p.name) == "qkv" ? L.in_norm : nullptr;
-      f.linear(X, int(p.K), *p.w, static_cast<__nv_bfloat16*>(y8), int(p.N), T, int(p.N),
-               int(p.K), nullptr, false, nw, float(c.rms_norm_eps));
-      const __nv_bfloat16* Xn = X;
-      void* dh = nullptr;
-      if (nw) {
-        ASSERT_EQ(cudaMalloc(&dh, xb.size() * 2), cudaSuccess);
-        cuda::rmsnorm(X, nw, static_cast<__nv_bfloat16*>(dh), T, int(p.K), float(c.rms_norm_eps),
-                      nullptr);
-        Xn = static_cast<const __nv_bfloat16*>(dh);
+    const auto& L = w.layers[size_t(layer)];
+    for (const P& p : {P{"qkv", &L.qkv8, QKV, H}, P{"o", &L.o8, H, Q},
+                       P{"gate_up", &L.gate_up8, 2 * I, H}, P{"down", &L.down8, H, I}}) {
+      // The dequantized weight, from the device codes and scales.
+      const auto q = download(p.w->q, size_t(p.N * p.K));
+      const auto s = download(p.w->s, size_t(fp8_blocks(p.N) * p.w->lds));
+      std::vector<uint16_t> wb(size_t(p.N * p.K));
+      for (int64_t n = 0; n < p.N; ++n)
+        for (int64_t k = 0; k < p.K; ++k)
+          wb[size_t(n * p.K + k)] =
+              float_to_bf16(fp8_block_dequant(q.data(), s.data(), p.w->lds, p.K, n, k)).bits;
+      for (int T : {1, 2, 16}) {
+        std::vector<uint16_t> xb(size_t(T * p.K));
+        for (auto& v : xb) v = float_to_bf16(float(rng.normal())).bits;
+        void *dx, *dw, *y8, *y16;
+        ASSERT_EQ(cudaMalloc(&dx, xb.size() * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&dw, wb.size() * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&y8, size_t(T + 4) * p.N * 2), cudaSuccess);
+        ASSERT_EQ(cudaMalloc(&y16, size_t(T) * p.N * 2), cudaSuccess);
+        cudaMemcpy(dx, xb.data(), xb.size() * 2, cudaMemcpyHostToDevice);
+        cudaMemcpy(dw, wb.data(), wb.size() * 2, cudaMemcpyHostToDevice);
+        auto* X = static_cast<const __nv_bfloat16*>(dx);
+        // qkv with the layer's input norm folded in (the runner's call), against the norm
+        // kernel then the bf16 product.
+        const __nv_bfloat16* nw = std::string(p.name) == "qkv" ? L.in_norm : nullptr;
+        f.linear(X, int(p.K), *p.w, static_cast<__nv_bfloat16*>(y8), int(p.N), T, int(p.N),
+                 int(p.K), nullptr, false, nw, float(c.rms_norm_eps));
+        const __nv_bfloat16* Xn = X;
+        void* dh = nullptr;
+        if (nw) {
+          ASSERT_EQ(cudaMalloc(&dh, xb.size() * 2), cudaSuccess);
+          cuda::rmsnorm(X, nw, static_cast<__nv_bfloat16*>(dh), T, int(p.K), float(c.rms_norm_eps),
+                        nullptr);
+          Xn = static_cast<const __nv_bfloat16*>(dh);
+        }
+        g.cublas_linear(Xn, static_cast<const __nv_bfloat16*>(dw), static_cast<__nv_bfloat16*>(y16),
+                        T, int(p.N), int(p.K), nullptr);
+        cudaFree(dh);
+        const auto a = download(static_cast<const uint16_t*>(y8), size_t(T * p.N));
+        const auto b = download(static_cast<const uint16_t*>(y16), size_t(T * p.N));
+        double num = 0, den = 0;
+        for (size_t i = 0; i < a.size(); ++i) {
+          const double d = double(bf16_to_float(bf16{a[i]})) - bf16_to_float(bf16{b[i]});
+          num += d * d;
+          den += double(bf16_to_float(bf16{b[i]})) * bf16_to_float(bf16{b[i]});
+        }
+        std::printf("[ model ] layer %d %s T=%d: fp8 against dequantized bf16 rel error %.2e\n",
+                    layer, p.name, T, std::sqrt(num / den));
+        EXPECT_LT(std::sqrt(num / den), T <= f.gemv_max_tokens() ? 1e-2 : 5e-2)
+            << p.name << " T=" << T;
+        cudaFree(dx);
+        cudaFree(dw);
+        cudaFree(y8);
+        cudaFree(y16);
       }
-      g.cublas_linear(Xn, static_cast<const __nv_bfloat16*>(dw), static_cast<__nv_bfloat16*>(y16), T,
-                      int(p.N), int(p.K), nullptr);
-      cudaFree(dh);
-      const auto a = download(static_cast<const uint16_t*>(y8), size_t(T * p.N));
-      const auto b = download(static_cast<const uint16_t*>(y16), size_t(T * p.N));
-      double num = 0, den = 0;
-      for (size_t i = 0; i < a.size(); ++i) {
-        const double d = double(bf16_to_float(bf16{a[i]})) - bf16_to_float(bf16{b[i]});
-        num += d * d;
-        den += double(bf16_to_float(bf16{b[i]})) * bf16_to_float(bf16{b[i]});
-      }
-      std::printf("[ model ] layer %d %s T=%d: fp8 against dequantized bf16 rel error %.2e\n",
-                  layer, p.name, T, std::sqrt(num / den));
-      EXPECT_LT(std::sqrt(num / den), T <= f.gemv_max_tokens() ? 1e-2 : 5e-2) << p.name << " T=" << T;
-      cudaFree(dx);
-      cudaFree(dw);
-      cudaFree(y8);
-      cudaFree(y16);
     }
-  }
   }
   fs::remove_all(dir);
 }

@@ -97,9 +97,10 @@ void check_model(const fs::path& dir, const std::string& golden_name, int block_
   }
   EXPECT_LE(worst, tol) << golden_name << ": max |logit - transformers|";
   EXPECT_EQ(clear_missed, 0) << golden_name << ": positions with a clear top-1 that differ";
-  std::printf("%s (%s KV cache): max |logit diff| vs transformers fp32 = %.2e; top-1 of %d "
-              "clear positions missed: %d\n",
-              golden_name.c_str(), model::kv_cache_dtype_name(kv), worst, clear, clear_missed);
+  std::printf(
+      "%s (%s KV cache): max |logit diff| vs transformers fp32 = %.2e; top-1 of %d "
+      "clear positions missed: %d\n",
+      golden_name.c_str(), model::kv_cache_dtype_name(kv), worst, clear, clear_missed);
 
   // 64 greedy tokens per prompt, all sequences decoding together.
   std::vector<std::vector<model::TokenId>> got(names.size());
@@ -157,6 +158,5 @@ TEST(Qwen3Golden, TinyWithFp8CacheStaysNearTransformers) {
   check_model(modeltest::test_model_dir("tiny"), "tiny", 16, model::KvCacheDtype::kFp8, 1.0, 0);
 }
 TEST(Qwen3Golden, SmallWithFp8CacheStaysNearTransformers) {
-  check_model(modeltest::test_model_dir("small"), "small", 32, model::KvCacheDtype::kFp8, 1.0,
-              0);
+  check_model(modeltest::test_model_dir("small"), "small", 32, model::KvCacheDtype::kFp8, 1.0, 0);
 }

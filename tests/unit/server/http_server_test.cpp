@@ -79,9 +79,10 @@ int open_stream(int port) {
   }
   const std::string body =
       R"({"model":"tiny","messages":[{"role":"user","content":"hi"}],"stream":true,"max_tokens":4000})";
-  const std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
-                          "Content-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   if (::write(fd, req.data(), req.size()) != ssize_t(req.size())) {
     ::close(fd);
     return -1;

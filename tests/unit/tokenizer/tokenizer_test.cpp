@@ -271,7 +271,10 @@ TEST(Pretokenizer, WhiteSpaceIsUnicodeWhiteSpace) {
   EXPECT_EQ(p.size(), 1u);
   sp.split("\xc2\x85!", p);
   EXPECT_EQ(p.size(), 2u);
-  sp.split("a\xe3\x80\x80\xe3\x80\x80" "b", p);  // "a", U+3000 (space before a letter), U+3000 b
+  sp.split(
+      "a\xe3\x80\x80\xe3\x80\x80"
+      "b",
+      p);  // "a", U+3000 (space before a letter), U+3000 b
   ASSERT_EQ(p.size(), 3u);
   EXPECT_EQ(p[1], std::make_pair(1u, 3u));
   EXPECT_THROW(RegexSplitter("[\\S]"), tandem::Error);
