@@ -12,6 +12,9 @@ APT_PACKAGES=(
   build-essential cmake pkg-config git ca-certificates curl
   nlohmann-json3-dev libcli11-dev libpcre2-dev libutf8proc-dev libspdlog-dev libfmt-dev
   libboost-dev libsqlite3-dev libgtest-dev libgmock-dev libbenchmark-dev clang-format
+  # Real peers of the tests: Prometheus (server + promtool) and its Python parser, Chromium for
+  # the web page's browser tests, yamllint and a JSON Schema validator.
+  prometheus python3-prometheus-client chromium python3-jsonschema yamllint
 )
 # Node.js may come from elsewhere (its own npm bundled): ask Debian only when it is absent.
 command -v node >/dev/null 2>&1 || APT_PACKAGES+=(nodejs)
