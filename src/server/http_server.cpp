@@ -46,6 +46,12 @@ void peer_gone(Signal& s) {
   s.timer.cancel();
 }
 
+std::string remote_address(beast::tcp_stream& stream) {
+  boost::system::error_code ec;
+  auto ep = stream.socket().remote_endpoint(ec);
+  return ec ? std::string() : ep.address().to_string();
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -115,6 +121,10 @@ struct HttpServer::Impl {
       bool head = req.method() == http::verb::head;
       HttpRequest hr{std::string(req.method_string()), std::string(req.target()),
                      std::move(req.body())};
+      for (auto& field : req)
+        hr.headers.add(std::string_view(field.name_string().data(), field.name_string().size()),
+                       std::string(field.value()));
+      hr.remote = remote_address(stream);
 
       auto sig = std::make_shared<Signal>(co_await net::this_coro::executor);
       std::weak_ptr<Signal> weak = sig;
@@ -146,7 +156,8 @@ struct HttpServer::Impl {
     http::response<http::string_body> res{http::status(r.status), 11};
     res.set(http::field::server, "tandem/" TANDEM_VERSION);
     res.set(http::field::content_type, r.content_type);
-    if (r.status == 429) res.set(http::field::retry_after, "1");
+    for (auto& [name, value] : r.headers.items) res.insert(name, value);
+    if (r.status == 429 && !r.headers.has("retry-after")) res.set(http::field::retry_after, "1");
     res.keep_alive(keep);
     if (head) {
       res.content_length(r.body.size());
@@ -230,6 +241,7 @@ struct HttpServer::Impl {
     head.set(http::field::server, "tandem/" TANDEM_VERSION);
     head.set(http::field::content_type, r.content_type);
     head.set(http::field::cache_control, "no-cache");
+    for (auto& [name, value] : r.headers.items) head.insert(name, value);
     head.keep_alive(keep);
     head.chunked(true);
     http::response_serializer<http::empty_body> sr{head};

@@ -1,0 +1,65 @@
+#pragma once
+// HTTP requests and responses as the routes see them, without any networking: the transport
+// (http_server.cpp) fills an HttpRequest from the wire and writes an HttpResponse back.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tandem::server {
+
+class Generation;
+class Formatter;
+
+// Header fields in arrival order. Names are stored lower-cased; lookups are by lower-case
+// name.
+struct Headers {
+  std::vector<std::pair<std::string, std::string>> items;
+
+  // The first field called `name` (lower-case), or "" when there is none.
+  std::string_view get(std::string_view name) const;
+  bool has(std::string_view name) const;
+  // Appends a field; the name is lower-cased.
+  void add(std::string_view name, std::string value);
+  // Replaces every field called `name` with one.
+  void set(std::string_view name, std::string value);
+};
+
+struct HttpRequest {
+  HttpRequest() = default;
+  HttpRequest(std::string m, std::string t, std::string b = {})
+      : method(std::move(m)), target(std::move(t)), body(std::move(b)) {}
+
+  std::string method;  // "GET", "POST", "HEAD", ...
+  std::string target;  // path and query
+  std::string body;
+  Headers headers;
+  std::string remote;  // the peer's address ("" when not over a socket)
+
+  std::string_view path() const;   // the target without its query
+  std::string_view query() const;  // after '?', "" if none
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  Headers headers;  // sent besides Content-Type, Content-Length and Server
+  // Set for a generation: the transport polls `gen` whenever `notify` fired, and writes
+  // `fmt`'s bytes (streamed when `stream`, else one body at the end).
+  std::unique_ptr<Generation> gen;
+  std::unique_ptr<Formatter> fmt;
+  bool stream = false;
+  bool openai = true;  // error shape for failures after the start
+
+  HttpResponse();
+  HttpResponse(HttpResponse&&) noexcept;
+  HttpResponse& operator=(HttpResponse&&) noexcept;
+  ~HttpResponse();
+};
+
+// ASCII lower-case.
+std::string lower_ascii(std::string_view s);
+
+}  // namespace tandem::server
