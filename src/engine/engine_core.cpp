@@ -55,21 +55,23 @@ EngineCore::EngineCore(model::Runner& runner, const EngineOptions& opt)
       opt_(opt),
       vocab_(runner.vocab_size()),
       block_size_(runner.kv_layout().block_size),
-      bm_(runner.kv_layout().num_blocks, runner.kv_layout().block_size, opt.enable_prefix_caching),
-      sched_(scheduler_config(opt, runner), bm_),
-      pool_(opt.sample_threads > 0 ? opt.sample_threads
-                                   : std::clamp(int(std::thread::hardware_concurrency()), 1, 8)),
+      sched_(scheduler_config(opt, runner), runner.kv_layout().num_blocks,
+             runner.kv_layout().block_size, opt.enable_prefix_caching),
+      sampler_(vocab_, opt.max_num_seqs,
+               opt.sample_threads > 0 ? opt.sample_threads
+                                      : std::clamp(int(std::thread::hardware_concurrency()), 1, 8)),
       unseeded_(std::random_device{}()) {
   if (vocab_ < 1) fail(ErrorKind::kInvalidArgument, "runner has an empty vocabulary");
   if (opt_.max_num_batched_tokens < block_size_)
     fail(ErrorKind::kInvalidArgument, "max_num_batched_tokens ({}) < block size ({})",
          opt_.max_num_batched_tokens, block_size_);
   // A sequence must fit in the cache alone (beside the watermark), or it could never finish.
-  const int cache_len = (bm_.num_blocks() - sched_.config().watermark_blocks) * block_size_;
+  const BlockManager& bm = sched_.blocks();
+  const int cache_len = (bm.num_blocks() - sched_.config().watermark_blocks) * block_size_;
   max_model_len_ = opt_.max_model_len > 0 ? opt_.max_model_len : runner.max_model_len();
   max_model_len_ = std::min(max_model_len_, cache_len);
   if (max_model_len_ < 2)
-    fail(ErrorKind::kResource, "KV cache too small: {} blocks of {} tokens", bm_.num_blocks(),
+    fail(ErrorKind::kResource, "KV cache too small: {} blocks of {} tokens", bm.num_blocks(),
          block_size_);
   for (TokenId t : opt_.eos_ids)
     if (t < 0 || t >= vocab_) fail(ErrorKind::kInvalidArgument, "EOS id {} out of range", t);
@@ -199,9 +201,8 @@ bool EngineCore::append_token(RequestState& rs, Sequence& s, TokenId tok, float 
   return false;
 }
 
-void EngineCore::fork_samples(RequestState& rs, Sequence& parent, std::span<const float> row) {
+void EngineCore::fork_samples(RequestState& rs, Sequence& parent, int row) {
   parent.forked = true;
-  const int shared = parent.num_prompt / block_size_;  // full prompt blocks, all computed
   for (int i = 1; i < rs.req.n; ++i) {
     Sequence* c = new_sequence(rs, i);
     c->arrival = parent.arrival;
@@ -212,19 +213,12 @@ void EngineCore::fork_samples(RequestState& rs, Sequence& parent, std::span<cons
     c->forked = true;
     c->cached_prompt_tokens = parent.cached_prompt_tokens;
     // Its first token comes from the parent's logits: the prompt is the same.
-    row_copy_.assign(row.begin(), row.end());
-    SampleResult sr = sample(row_copy_, rs.req.sampling, c->prompt(), c->output(), c->rng);
-    bm_.fork(parent, *c, shared);
-    c->num_computed = shared * block_size_;
+    SampleResult sr = sampler_.sample_sibling(row, rs.req.sampling, *c);
     if (append_token(rs, *c, sr.token, sr.logprob, std::move(sr.top))) {
-      bm_.release(*c);
-      c->status = SeqStatus::kFinished;
+      c->status = SeqStatus::kFinished;  // done at birth: it never holds blocks
       continue;
     }
-    if (!sched_.add_running(c)) {  // no seat: wait; its prompt blocks stay in the cache
-      bm_.release(*c);
-      sched_.add_waiting(c);
-    }
+    sched_.add_fork(parent, c);
   }
 }
 
@@ -244,20 +238,24 @@ void EngineCore::drop_step() {
   sched_.end_step();
   for (Sequence* s : finished_) sched_.remove(s);
   finished_.clear();
+  rows_.clear();
+  row_req_.clear();
 }
 
 void EngineCore::cancel(RequestId id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return;
   end_request(*it->second, FinishReason::kCancelled, {});
-  publish();
+  push_events();
+  drop_finished_requests();
 }
 
 void EngineCore::finish_all(FinishReason reason, const std::string& error) {
   drop_step();
   in_step_.clear();
   for (auto& [id, rsp] : requests_) end_request(*rsp, reason, error);
-  publish();
+  push_events();
+  drop_finished_requests();
 }
 
 void EngineCore::fail_step(const std::string& error) {
@@ -270,161 +268,121 @@ void EngineCore::fail_step(const std::string& error) {
     if (it != requests_.end()) end_request(*it->second, FinishReason::kError, error);
   }
   in_step_.clear();
-  publish();
+  push_events();
+  drop_finished_requests();
 }
 
-void EngineCore::publish() {
+void EngineCore::push_events() {
+  for (RequestState* rs : touched_) rs->handle->push_many(rs->pending);
+}
+
+void EngineCore::drop_finished_requests() {
   for (RequestState* rs : touched_) {
     rs->touched = false;
-    rs->handle->push_many(rs->pending);
-  }
-  for (RequestState* rs : touched_)
     if (rs->unfinished == 0) requests_.erase(rs->id);
-  touched_.clear();
-}
-
-void EngineCore::sample_rows() {
-  pool_.run(int(jobs_.size()), [this](int j) {
-    SampleJob& job = jobs_[size_t(j)];
-    std::span<float> row(logits_.get() + size_t(job.row) * size_t(vocab_), size_t(vocab_));
-    const SamplingParams& p = job.rs->req.sampling;
-    if (job.seq->greedy_only) {
-      job.result.token = fast_argmax(row);
-      job.result.logprob = 0.0f;  // not asked for
-      if (job.result.token >= 0) return;
-    }
-    job.result = sample(row, p, job.seq->prompt(), job.seq->output(), job.seq->rng);
-  });
-}
-
-void EngineCore::prepare_row_sampling(const std::vector<Sequence*>& seqs) {
-  row_sampling_.assign(batch_.logit_rows.size(), {});
-  penalty_tokens_.clear();
-  for (size_t i = 0; i < seqs.size(); ++i) {
-    const int k = logit_row_of_[i];
-    if (k < 0) continue;
-    Sequence& s = *seqs[i];
-    const SamplingParams& p = requests_.at(s.request)->req.sampling;
-    model::RowSampling& r = row_sampling_[size_t(k)];
-    static_cast<SamplingKnobs&>(r) = p;
-    // One draw for a random row, none for a greedy one: the host sampler's consumption.
-    const bool greedy = p.temperature < 1e-5f || p.top_k == 1;
-    r.uniform = greedy ? 0.0 : s.rng.uniform();
-    const bool rep = p.repetition_penalty != 1.0f;
-    if (rep || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f) {
-      // The window is the last n tokens (prompt and output) for the repetition penalty, of
-      // which the output ones also get presence/frequency (engine::sample's rule).
-      const size_t n = p.penalty_last_n < 0 ? SIZE_MAX : size_t(p.penalty_last_n);
-      const size_t outs = std::min(n, size_t(s.num_output()));
-      const size_t len = rep ? std::min(n, s.tokens.size()) : outs;
-      r.penalty_offset = int32_t(penalty_tokens_.size());
-      r.penalty_count = int32_t(len);
-      r.penalty_output = int32_t(outs);
-      penalty_tokens_.insert(penalty_tokens_.end(), s.tokens.end() - std::ptrdiff_t(len),
-                             s.tokens.end());
-    }
   }
+  touched_.clear();
 }
 
 void EngineCore::step() {
   if (requests_.empty()) return;
-  const auto t0 = Clock::now();
+  Clock::time_point t[6];
+  t[0] = Clock::now();
+  const ScheduleOutput* plan = schedule_phase();
+  t[1] = Clock::now();
+  if (!plan) return;
+  prepare_phase(*plan);
+  t[2] = Clock::now();
+  forward_phase();
+  t[3] = Clock::now();
+  sample_phase();
+  t[4] = Clock::now();
+  const int num_seqs = int(plan->seqs.size()), num_decodes = plan->num_decodes;
+  const size_t preempted = plan->preempted.size();
+  publish_phase();
+  free_phase();  // clears `plan`
+  t[5] = Clock::now();
+  record_timing(t, num_seqs, num_decodes, preempted);
+}
+
+const ScheduleOutput* EngineCore::schedule_phase() {
   const ScheduleOutput& plan = sched_.schedule(step_, now_ms(), step_ms_);
   ++step_;
-  const auto t1 = Clock::now();
   if (plan.seqs.empty()) {
     // Only possible while nothing runs and the head of the queue waits for blocks held by
     // nobody, which the capacity checks rule out; fail loudly rather than spin.
     TANDEM_CHECK(sched_.num_running() > 0 || sched_.num_waiting() == 0);
-    return;
+    return nullptr;
   }
   in_step_.clear();
   for (const Sequence* s : plan.seqs) in_step_.push_back(s->request);
-  build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
-  // Where the rows are sampled. When every sampled row only needs its argmax (and no prompt
-  // is about to fork, which needs the row), a runner that can do the argmax on its side
-  // returns token ids alone. Otherwise a runner that can sample does the whole sampler
-  // (with the uniform drawn here, from the sequence's RNG, exactly as the host sampler
-  // would), unless a row asks for logprobs or forks: those steps bring the logits here.
-  enum class Path { kHost, kGreedy, kSample };
-  bool all_greedy = runner_.supports_greedy(), can_sample = runner_.supports_sampling();
-  for (size_t i = 0; i < plan.seqs.size() && (all_greedy || can_sample); ++i) {
-    if (logit_row_of_[i] < 0) continue;
-    const Sequence& s = *plan.seqs[i];
-    if (!(s.greedy_only && s.forked)) all_greedy = false;
-    if (!s.forked || requests_.at(s.request)->req.sampling.top_logprobs >= 0) can_sample = false;
-  }
-  const Path path = all_greedy ? Path::kGreedy : can_sample ? Path::kSample : Path::kHost;
-  const size_t rows = batch_.logit_rows.size();
-  const size_t need = path != Path::kHost ? 0 : rows * size_t(vocab_);
-  if (logits_cap_ < need) {
-    logits_cap_ =
-        std::min(std::max(need, 2 * logits_cap_), size_t(opt_.max_num_seqs) * size_t(vocab_));
-    logits_cap_ = std::max(logits_cap_, need);
-    logits_.reset(new float[logits_cap_]);
-  }
-  if (path == Path::kSample) prepare_row_sampling(plan.seqs);
-  const auto t2 = Clock::now();
-  if (path == Path::kGreedy) {
-    greedy_tokens_.resize(rows);
-    runner_.forward_greedy(batch_, greedy_tokens_);
-    for (TokenId t : greedy_tokens_) TANDEM_CHECK(t >= 0 && t < vocab_);
-  } else if (path == Path::kSample) {
-    greedy_tokens_.resize(rows);
-    runner_.forward_sample(batch_, row_sampling_, penalty_tokens_, greedy_tokens_);
-    for (TokenId t : greedy_tokens_) TANDEM_CHECK(t >= 0 && t < vocab_);
-  } else {
-    runner_.forward(batch_, std::span<float>(logits_.get(), need));
-  }
-  const auto t3 = Clock::now();
+  return &plan;
+}
 
-  // Serial: advance the cache, fork where a prompt just completed (siblings sample from the
-  // untouched row before the parent's sampler edits it). Parallel: sample every row, each
-  // sequence with its own row and RNG. Serial again: append, stops, events, in batch order.
-  jobs_.clear();
+void EngineCore::prepare_phase(const ScheduleOutput& plan) {
+  build_forward_batch(plan.seqs, block_size_, batch_, logit_row_of_);
+  rows_.clear();
+  row_req_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
-    Sequence& s = *plan.seqs[i];
-    s.num_computed += s.scheduled_tokens;
-    bm_.commit(s);
     const int k = logit_row_of_[i];
     if (k < 0) continue;
-    RequestState& rs = *requests_.at(s.request);
-    if (!s.forked)
-      fork_samples(rs, s, {logits_.get() + size_t(k) * size_t(vocab_), size_t(vocab_)});
-    jobs_.push_back({&s, &rs, k, {}});
+    RequestState& rs = *requests_.at(plan.seqs[i]->request);
+    rows_.push_back({plan.seqs[i], &rs.req.sampling, k, {}});
+    row_req_.push_back(&rs);
   }
-  if (path != Path::kHost) {
-    for (SampleJob& job : jobs_) job.result.token = greedy_tokens_[size_t(job.row)];
-  } else {
-    sample_rows();
+  sampler_.prepare(runner_, batch_, rows_);
+}
+
+void EngineCore::forward_phase() {
+  sampler_.forward(runner_, batch_);
+}
+
+// Serial: the computed tokens and blocks, then the forks where a prompt just completed
+// (siblings sample from the untouched row before the parent's sampler edits it). Parallel:
+// every row's token. Serial again: append, stops, events, in batch order.
+void EngineCore::sample_phase() {
+  sched_.commit_step();
+  for (size_t i = 0; i < rows_.size(); ++i)
+    if (!rows_[i].seq->forked) fork_samples(*row_req_[i], *rows_[i].seq, rows_[i].row);
+  sampler_.sample(rows_);
+  for (size_t i = 0; i < rows_.size(); ++i) {
+    SampleRow& r = rows_[i];
+    if (append_token(*row_req_[i], *r.seq, r.result.token, r.result.logprob,
+                     std::move(r.result.top)))
+      finished_.push_back(r.seq);
   }
-  for (SampleJob& job : jobs_)
-    if (append_token(*job.rs, *job.seq, job.result.token, job.result.logprob,
-                     std::move(job.result.top)))
-      finished_.push_back(job.seq);
-  const auto t4 = Clock::now();
-  last_.num_seqs = int(plan.seqs.size());
-  last_.num_decodes = plan.num_decodes;
-  const size_t preempted = plan.preempted.size();
-  sched_.end_step();  // clears `plan`
+}
+
+void EngineCore::publish_phase() {
+  push_events();
+}
+
+void EngineCore::free_phase() {
+  sched_.end_step();  // clears the plan
   in_step_.clear();
   for (Sequence* s : finished_) sched_.remove(s);
   finished_.clear();
-  publish();
-  const auto t5 = Clock::now();
+  rows_.clear();
+  row_req_.clear();
+  drop_finished_requests();
+}
 
-  last_.schedule_us = us_between(t0, t1);
-  last_.prepare_us = us_between(t1, t2);
-  last_.forward_us = us_between(t2, t3);
-  last_.sample_us = us_between(t3, t4);
-  last_.publish_us = us_between(t4, t5);
+void EngineCore::record_timing(const Clock::time_point (&t)[6], int num_seqs, int num_decodes,
+                               size_t preempted) {
+  last_.num_seqs = num_seqs;
+  last_.num_decodes = num_decodes;
+  last_.schedule_us = us_between(t[0], t[1]);
+  last_.prepare_us = us_between(t[1], t[2]);
+  last_.forward_us = us_between(t[2], t[3]);
+  last_.sample_us = us_between(t[3], t[4]);
+  last_.publish_us = us_between(t[4], t[5]);
   last_.num_tokens = batch_.num_tokens();
   total_.add(last_);
   if (last_.num_tokens > 0 && last_.num_tokens == last_.num_decodes) {
     decode_only_.add(last_);
     ++decode_only_steps_;
   }
-  const double ms = us_between(t0, t5) / 1000.0;
+  const double ms = us_between(t[0], t[5]) / 1000.0;
   step_ms_ = step_ms_ > 0 ? 0.8 * step_ms_ + 0.2 * ms : ms;
   if (preempted) spdlog::debug("engine step {}: preempted {} sequences", step_, preempted);
   spdlog::debug(
@@ -438,7 +396,7 @@ EngineStats EngineCore::stats() const {
   EngineStats st;
   st.running = sched_.num_running();
   st.waiting = sched_.num_waiting();
-  st.kv_usage = double(bm_.num_used()) / double(bm_.num_blocks());
+  st.kv_usage = double(sched_.blocks().num_used()) / double(sched_.blocks().num_blocks());
   st.prompt_tokens = prompt_tokens_;
   st.generation_tokens = generation_tokens_;
   st.preemptions = sched_.counters().preemptions;

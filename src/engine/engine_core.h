@@ -3,9 +3,16 @@
 // (engine.h) runs it on its own thread; tests and the bench drive it directly, so every
 // step is deterministic and observable.
 //
-// One step: schedule -> build the ForwardBatch -> runner.forward -> sample each row that
-// completes a sequence's tokens -> append, check stops -> publish events to the handles ->
-// free finished sequences. Each phase is timed (StepTiming).
+// One step, in phases (timed in StepTiming; publish and free together):
+//   schedule  the Scheduler picks the sequences and their token counts, and assigns blocks
+//   prepare   the ForwardBatch, and how its rows get their tokens (StepSampler::prepare)
+//   forward   the runner
+//   sample    the scheduler records the computed tokens; prompts that completed fork their
+//             siblings; every row gets its token, which is appended (stop checks)
+//   publish   the step's events go to the request handles
+//   free      finished sequences leave the scheduler (their blocks return), finished
+//             requests are dropped
+// The Scheduler is the only writer of KV block state; the core only reads it.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -15,36 +22,15 @@
 #include <vector>
 
 #include "engine/block_manager.h"
-#include "engine/engine.h"
-#include "engine/sampler.h"
+#include "engine/options.h"
+#include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
-#include "engine/worker_pool.h"
+#include "engine/stats.h"
+#include "engine/step_sampler.h"
+#include "model/runner.h"
 
 namespace tandem::engine {
-
-struct StepTiming {  // microseconds of one step, by phase
-  double schedule_us = 0, prepare_us = 0, forward_us = 0, sample_us = 0, publish_us = 0;
-  int num_seqs = 0, num_tokens = 0, num_decodes = 0;
-  double total_us() const { return schedule_us + prepare_us + forward_us + sample_us + publish_us; }
-  double cpu_us() const { return total_us() - forward_us; }  // engine time around the model
-  void add(const StepTiming& o) {
-    schedule_us += o.schedule_us;
-    prepare_us += o.prepare_us;
-    forward_us += o.forward_us;
-    sample_us += o.sample_us;
-    publish_us += o.publish_us;
-    num_seqs += o.num_seqs;
-    num_tokens += o.num_tokens;
-    num_decodes += o.num_decodes;
-  }
-};
-
-// The decode_step_tokens the scheduler uses: the option, or the runner's step_knee() when the
-// option is < 0.
-inline int effective_decode_step_tokens(const EngineOptions& o, const model::Runner& runner) {
-  return o.decode_step_tokens < 0 ? runner.step_knee() : o.decode_step_tokens;
-}
 
 class EngineCore {
  public:
@@ -79,7 +65,7 @@ class EngineCore {
   const StepTiming& decode_only_timing() const { return decode_only_; }
   uint64_t decode_only_steps() const { return decode_only_steps_; }
   const model::ForwardBatch& last_batch() const { return batch_; }
-  const BlockManager& block_manager() const { return bm_; }
+  const BlockManager& block_manager() const { return sched_.blocks(); }
   const Scheduler& scheduler() const { return sched_; }
   int max_model_len() const { return max_model_len_; }
   int vocab_size() const { return vocab_; }
@@ -88,7 +74,7 @@ class EngineCore {
  private:
   struct RequestState;
   Sequence* new_sequence(RequestState& rs, int sample);
-  void fork_samples(RequestState& rs, Sequence& parent, std::span<const float> row);
+  void fork_samples(RequestState& rs, Sequence& parent, int row);
   // Appends a sampled token and queues its events; true when the sequence finished.
   bool append_token(RequestState& rs, Sequence& s, TokenId tok, float logprob,
                     std::vector<TopLogprob>&& top);
@@ -97,11 +83,19 @@ class EngineCore {
   void drop_step();
   void finish_unforked(RequestState& rs, FinishReason reason, const std::string& error);
   void touch(RequestState& rs);
-  void sample_rows();  // jobs_ from their logits rows, in parallel
-  // row_sampling_ and penalty_tokens_ of this step's rows for Runner::forward_sample (takes
-  // each random row's draw from its sequence's RNG).
-  void prepare_row_sampling(const std::vector<Sequence*>& seqs);
-  void publish();
+
+  // The phases of step(), in order.
+  const ScheduleOutput* schedule_phase();  // nullptr: nothing to run
+  void prepare_phase(const ScheduleOutput& plan);
+  void forward_phase();
+  void sample_phase();
+  void publish_phase();
+  void free_phase();
+  void record_timing(const std::chrono::steady_clock::time_point (&t)[6], int num_seqs,
+                     int num_decodes, size_t preempted);
+
+  void push_events();             // the queued events to their handles
+  void drop_finished_requests();  // requests whose every sample has finished
   double now_ms() const {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - epoch_)
         .count();
@@ -110,7 +104,6 @@ class EngineCore {
   model::Runner& runner_;
   EngineOptions opt_;
   int vocab_ = 0, max_model_len_ = 0, block_size_ = 0;
-  BlockManager bm_;
   Scheduler sched_;
   std::unordered_map<RequestId, std::unique_ptr<RequestState>> requests_;
   std::vector<RequestState*> touched_;  // requests with events to publish this step
@@ -118,20 +111,9 @@ class EngineCore {
   std::vector<RequestId> in_step_;      // requests of the planned step (fail_step's scope)
   model::ForwardBatch batch_;
   std::vector<int> logit_row_of_;
-  std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled
-  size_t logits_cap_ = 0;
-  std::vector<float> row_copy_;
-  std::vector<TokenId> greedy_tokens_;  // [rows] when the runner did the argmax or sampled
-  std::vector<model::RowSampling> row_sampling_;  // [rows] for forward_sample
-  std::vector<TokenId> penalty_tokens_;           // their penalty windows
-  struct SampleJob {
-    Sequence* seq;
-    RequestState* rs;
-    int row;
-    SampleResult result;
-  };
-  std::vector<SampleJob> jobs_;
-  WorkerPool pool_;
+  std::vector<SampleRow> rows_;         // this step's logits rows, in batch order
+  std::vector<RequestState*> row_req_;  // the request of each of rows_
+  StepSampler sampler_;
   uint64_t step_ = 0, next_seq_id_ = 1, arrivals_ = 0;
   uint64_t prompt_tokens_ = 0, generation_tokens_ = 0;
   std::mt19937_64 unseeded_;  // seeds for requests without a seed

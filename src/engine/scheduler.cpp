@@ -13,7 +13,9 @@ bool before(const Sequence* a, const Sequence* b) {
 }
 }  // namespace
 
-Scheduler::Scheduler(SchedulerConfig cfg, BlockManager& blocks) : cfg_(cfg), bm_(blocks) {
+Scheduler::Scheduler(SchedulerConfig cfg, int num_blocks, int block_size,
+                     bool enable_prefix_caching)
+    : cfg_(cfg), bm_(num_blocks, block_size, enable_prefix_caching) {
   if (cfg_.max_num_seqs < 1) fail(ErrorKind::kInvalidArgument, "max_num_seqs must be >= 1");
   if (cfg_.max_num_batched_tokens < cfg_.max_num_seqs)
     fail(ErrorKind::kInvalidArgument,
@@ -47,10 +49,16 @@ void Scheduler::add_waiting(Sequence* s) {
   insert_waiting(s);
 }
 
-bool Scheduler::add_running(Sequence* s) {
-  if (int(running_.size()) >= cfg_.max_num_seqs) return false;
-  insert_running(s);
-  return true;
+void Scheduler::add_fork(const Sequence& parent, Sequence* child) {
+  const int shared = parent.num_prompt / bm_.block_size();  // full prompt blocks, all computed
+  bm_.fork(parent, *child, shared);
+  child->num_computed = shared * bm_.block_size();
+  if (int(running_.size()) < cfg_.max_num_seqs) {
+    insert_running(child);
+    return;
+  }
+  bm_.release(*child);  // no seat: wait; its prompt blocks stay in the cache
+  add_waiting(child);
 }
 
 void Scheduler::remove(Sequence* s) {
@@ -254,6 +262,13 @@ void Scheduler::schedule_prefills(int& budget) {
     } else {
       if (!admit(wait, budget)) admitting = false;
     }
+  }
+}
+
+void Scheduler::commit_step() {
+  for (Sequence* s : out_.seqs) {
+    s->num_computed += s->scheduled_tokens;
+    bm_.commit(*s);
   }
 }
 

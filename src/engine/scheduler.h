@@ -16,6 +16,10 @@
 // It never deadlocks: a sequence never needs more blocks than the cache has (the engine
 // caps max_model_len), the highest-priority running sequence may preempt every other
 // unscheduled one, and a decode always completes its step.
+//
+// The scheduler owns the BlockManager and is the only writer of KV block state: which
+// blocks a sequence holds, how many of its tokens are computed, what the prefix cache
+// holds. Everyone else reads it through blocks().
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -58,22 +62,31 @@ struct SchedulerCounters {
 
 class Scheduler {
  public:
-  Scheduler(SchedulerConfig cfg, BlockManager& blocks);
+  // A cache of `num_blocks` blocks of `block_size` tokens.
+  Scheduler(SchedulerConfig cfg, int num_blocks, int block_size, bool enable_prefix_caching);
 
   // A new sequence without blocks joins the waiting queue of its class.
   void add_waiting(Sequence* s);
-  // A forked sample that already holds blocks (shared prompt) joins the running set; false
-  // when no seat is free (the caller then releases its blocks and adds it as waiting).
-  bool add_running(Sequence* s);
+  // A forked sample of `parent`, whose prompt is computed: it shares the parent's full
+  // prompt blocks (their tokens count as computed) and joins the running set. Without a
+  // free seat it waits instead, holding no blocks (the shared ones stay in the prefix
+  // cache, so its prefill finds them).
+  void add_fork(const Sequence& parent, Sequence* child);
   // Takes a sequence out of the queues and releases its blocks (finish or cancel).
   void remove(Sequence* s);
 
   // Plans the next step. `now_ms` is the clock of Sequence::submit_ms; `step_ms` the recent
   // step time (both only matter with decode_step_tokens).
   const ScheduleOutput& schedule(uint64_t step, double now_ms = 0, double step_ms = 0);
+  // The planned step ran: every scheduled sequence's new tokens now have K/V in the cache
+  // (num_computed advances by scheduled_tokens), and its blocks that became full and
+  // computed join the prefix cache. Call once, after the forward pass.
+  void commit_step();
   // Forgets the planned step (scheduled_tokens back to 0). Call once its results are
   // applied and before any of its sequences is destroyed.
   void end_step();
+
+  const BlockManager& blocks() const { return bm_; }
 
   std::span<Sequence* const> running() const { return running_; }
   int num_running() const { return int(running_.size()); }
@@ -97,7 +110,7 @@ class Scheduler {
   void take(Sequence* s, int tokens);
 
   SchedulerConfig cfg_;
-  BlockManager& bm_;
+  BlockManager bm_;
   std::vector<Sequence*> running_;    // ordered by runs_before
   std::deque<Sequence*> waiting_[2];  // per rank, ordered by runs_before
   ScheduleOutput out_;
