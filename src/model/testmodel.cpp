@@ -104,7 +104,9 @@ std::vector<TensorBlob> to_fp8(const TensorBlob& w) {
   return r;
 }
 
-nlohmann::ordered_json config_json(const TestModelSpec& s) {
+}  // namespace
+
+nlohmann::ordered_json test_model_config(const TestModelSpec& s) {
   nlohmann::ordered_json c;
   c["architectures"] = {"Qwen3ForCausalLM"};
   c["attention_bias"] = false;
@@ -140,6 +142,8 @@ nlohmann::ordered_json config_json(const TestModelSpec& s) {
   return c;
 }
 
+namespace {
+
 nlohmann::ordered_json generation_config_json() {
   nlohmann::ordered_json g;
   g["bos_token_id"] = 151643;
@@ -165,17 +169,21 @@ void copy_verified(const fs::path& from, const fs::path& to, const char* expecte
 
 }  // namespace
 
-void write_test_model(const fs::path& out, const TestModelSpec& s, uint64_t seed,
-                      const fs::path& tokenizer_dir) {
+void write_model_folder(const fs::path& out, const nlohmann::ordered_json& config,
+                        std::vector<TensorBlob>& tensors, const fs::path& tokenizer_dir) {
   StagingDir stage(out);  // validates `out` before any work
   const fs::path& dir = stage.path();
-
   copy_verified(tokenizer_dir / "tokenizer.json", dir / "tokenizer.json", kTokenizerJsonSha256);
   copy_verified(tokenizer_dir / "tokenizer_config.json", dir / "tokenizer_config.json",
                 kTokenizerConfigSha256);
-  write_file(dir / "config.json", config_json(s).dump(2) + "\n");
+  write_file(dir / "config.json", config.dump(2) + "\n");
   write_file(dir / "generation_config.json", generation_config_json().dump(2) + "\n");
+  write_safetensors(dir / "model.safetensors", tensors);
+  stage.commit();
+}
 
+void write_test_model(const fs::path& out, const TestModelSpec& s, uint64_t seed,
+                      const fs::path& tokenizer_dir) {
   const int64_t H = s.hidden, I = s.intermediate, D = s.head_dim;
   const int64_t Q = int64_t(s.num_heads) * D, KV = int64_t(s.num_kv_heads) * D;
   // Linear weights get std 1/sqrt(fan_in) so activations keep unit scale through the
@@ -210,8 +218,7 @@ void write_test_model(const fs::path& out, const TestModelSpec& s, uint64_t seed
   if (!s.tied)
     t.push_back(make_tensor("lm_head.weight", {s.vocab, H}, seed, 0.0,
                             s.lm_head_logit_std / std::sqrt(double(H))));
-  write_safetensors(dir / "model.safetensors", t);
-  stage.commit();
+  write_model_folder(out, test_model_config(s), t, tokenizer_dir);
 }
 
 }  // namespace tandem::model

@@ -16,6 +16,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "model/safetensors_writer.h"
 
 namespace tandem::model {
 
@@ -42,5 +47,13 @@ TestModelSpec test_model_preset(const std::string& name);  // throws on unknown 
 // in a staging folder first, so a failure never leaves a half-written model.
 void write_test_model(const std::filesystem::path& out, const TestModelSpec& spec, uint64_t seed,
                       const std::filesystem::path& tokenizer_dir);
+
+// What every test model shares (the scripted and embedding models build on it):
+// config.json of a spec, and a model folder written from a config and tensors (the pinned
+// tokenizer files copied after their sha256 is checked), published only when complete.
+nlohmann::ordered_json test_model_config(const TestModelSpec& spec);
+void write_model_folder(const std::filesystem::path& out, const nlohmann::ordered_json& config,
+                        std::vector<TensorBlob>& tensors,
+                        const std::filesystem::path& tokenizer_dir);
 
 }  // namespace tandem::model

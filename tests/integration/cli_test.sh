@@ -20,6 +20,12 @@ check fp8-has-scales "$(grep -q weight_scale_inv "$tmp/m3/model.safetensors"; ec
 expect generate-fp8-cpu 0 "decode: 4 tokens" -- "$T" generate --model "$tmp/m3" --prompt-ids 9707 --max-tokens 4 --ignore-eos --temperature 0
 expect bench-engine-cpu 0 "out tok/s" -- "$T" bench --backend cpu --model "$tmp/m1" --concurrency 1,3 --prompt-len 9 --output-len 5 --requests-per-client 1
 expect bench-engine-bad-model nonzero "error" -- "$T" bench --backend cpu --model "$tmp/nope" --concurrency 1
+expect script-needs-text nonzero "needs --text" -- "$T" testmodel --out "$tmp/s0" --preset script
+expect text-needs-script nonzero "need --preset script" -- "$T" testmodel --out "$tmp/s0" --text hi
+expect script-special-token nonzero "must not hold" -- "$T" testmodel --out "$tmp/s0" --preset script --text 'a<|im_end|>'
+expect testmodel-script 0 "wrote script model" -- "$T" testmodel --out "$tmp/s1" --preset script --text $'<think>\nEasy.\n</think>\n\nFour.'
+expect generate-script 0 "finish: stop" -- "$T" generate --model "$tmp/s1" --chat --prompt "2+2?" --max-tokens 32 --temperature 0
+check script-writes-its-text "$("$T" generate --model "$tmp/s1" --chat --no-think --prompt "2+2?" --max-tokens 32 --temperature 0 2>/dev/null | grep -qx 'Four.'; echo $?)"
 touch "$tmp/afile"
 expect parent-is-a-file nonzero "error" -- "$T" testmodel --out "$tmp/afile/m"
 if [ "$(id -u)" -ne 0 ]; then
