@@ -154,6 +154,8 @@ void EngineCore::finish(RequestState& rs, Sequence& s, FinishReason reason,
   e.usage.prompt_tokens = s.num_prompt;
   e.usage.completion_tokens = s.num_output();
   e.usage.cached_tokens = std::max(0, rs.samples[0]->cached_prompt_tokens);
+  if (const Sequence& first = *rs.samples[0]; first.admitted_ms >= 0)
+    e.usage.queue_ms = first.admitted_ms - first.submit_ms;
   rs.pending.push_back(std::move(e));
   --rs.unfinished;
   touch(rs);

@@ -50,6 +50,7 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;  // prompt tokens served from the prefix cache
+  double queue_ms = -1;   // from the engine taking the request to its first scheduled step
 };
 
 struct Event {

@@ -204,6 +204,7 @@ bool Scheduler::admit(Sequence* s, int& budget) {
   const bool first = s->cached_prompt_tokens < 0;
   if (first) {
     s->cached_prompt_tokens = std::min(nc, s->num_prompt);
+    s->admitted_ms = now_ms_;
     counters_.prefix_queries += uint64_t(s->num_prompt);
     counters_.prefix_hits += uint64_t(s->cached_prompt_tokens);
   }

@@ -29,6 +29,7 @@ struct Sequence {
   uint64_t arrival = 0;  // submit order of the request: older runs first, newer is preempted first
   uint64_t submit_step = 0;  // engine step at submit, for aging
   double submit_ms = 0;      // engine clock at submit, for the TTFT target
+  double admitted_ms = -1;   // engine clock when first scheduled (-1: not yet)
   SeqClass cls = SeqClass::kInteractive;
   bool promoted = false;  // aged bulk, now ranked as interactive
   SeqStatus status = SeqStatus::kWaiting;

@@ -81,6 +81,7 @@ void Generation::start(std::function<void()> notify) {
     throw ApiError(
         429, "rate_limit_exceeded", "",
         "the server is busy (" + std::to_string(st.waiting) + " requests waiting); retry shortly");
+  t_submit_ = std::chrono::steady_clock::now();
   for (auto& s : samples_) submit(*s, s->prompt, s->max_tokens);
 }
 
@@ -109,6 +110,7 @@ bool Generation::poll(std::vector<ChoiceDelta>& out) {
       if (!prep_.prefill.empty()) route(*s, prep_.prefill, d);
     }
     handle_events(*s, d);
+    if (d.finish && s->index == 0) finish_ = d.finish;
     if (!d.empty()) out.push_back(std::move(d));
   }
   bool all = finished();
@@ -164,6 +166,7 @@ void Generation::on_token(Sample& s, const engine::Event& e, ChoiceDelta& d) {
 
 void Generation::on_finish(Sample& s, const engine::Event& e, ChoiceDelta& d) {
   if (s.index == 0 && totals_.cached_tokens == 0) totals_.cached_tokens = e.usage.cached_tokens;
+  if (s.index == 0 && totals_.engine_queue_ms < 0) totals_.engine_queue_ms = e.usage.queue_ms;
   if (s.resubmit && e.reason != engine::FinishReason::kError) {
     s.resubmit = false;
     feed(s, s.dec->flush(), d);

@@ -40,6 +40,7 @@ struct Totals {
   int completion_tokens = 0;
   int cached_tokens = 0;
   int64_t total_ns = 0, prompt_eval_ns = 0, eval_ns = 0;
+  double engine_queue_ms = -1;  // the first choice's wait in the engine (-1: not reported)
 };
 
 class Generation {
@@ -64,6 +65,13 @@ class Generation {
   const std::string& error() const { return error_; }  // engine failure, "" if none
   const Prepared& prepared() const { return prep_; }
   const GenRequest& request() const { return req_; }
+  // For the request record: when the prompts went to the engine and when the first token
+  // came (time_point{} while not yet), and the first choice's finish ("" until it ends).
+  std::chrono::steady_clock::time_point submitted_at() const { return t_submit_; }
+  std::chrono::steady_clock::time_point first_token_at() const {
+    return any_token_ ? t_first_ : std::chrono::steady_clock::time_point{};
+  }
+  const char* finish_reason() const { return finish_; }
 
  private:
   struct Sample;
@@ -83,8 +91,9 @@ class Generation {
   std::vector<engine::TokenId> close_think_ids_;
   Totals totals_;
   std::string error_;
-  std::chrono::steady_clock::time_point t0_, t_first_;
+  std::chrono::steady_clock::time_point t0_, t_first_, t_submit_;
   bool any_token_ = false;
+  const char* finish_ = "";
 };
 
 }  // namespace tandem::server

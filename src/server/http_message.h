@@ -1,11 +1,14 @@
 #pragma once
 // HTTP requests and responses as the routes see them, without any networking: the transport
 // (http_server.cpp) fills an HttpRequest from the wire and writes an HttpResponse back.
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "server/request_record.h"
 
 namespace tandem::server {
 
@@ -36,6 +39,10 @@ struct HttpRequest {
   std::string body;
   Headers headers;
   std::string remote;  // the peer's address ("" when not over a socket)
+  int version = 11;    // HTTP version as Beast counts it: 10 (HTTP/1.0) or 11 (HTTP/1.1)
+  // When the request's head was read (the request record's times start here); the router
+  // takes "now" when the transport left it unset.
+  std::chrono::steady_clock::time_point received{};
 
   std::string_view path() const;   // the target without its query
   std::string_view query() const;  // after '?', "" if none
@@ -52,6 +59,10 @@ struct HttpResponse {
   std::unique_ptr<Formatter> fmt;
   bool stream = false;
   bool openai = true;  // error shape for failures after the start
+  // What this request was, for the completion hooks (request_record.h): the router fills
+  // it in handle(), the transport adds what it sent and hands it to Router::complete().
+  RequestRecord record;
+  std::chrono::steady_clock::time_point received{};  // the request's arrival
 
   HttpResponse();
   HttpResponse(HttpResponse&&) noexcept;

@@ -104,15 +104,16 @@ struct HttpServer::Impl {
         int status = ec == http::error::body_limit ? 413 : 400;
         if (ec != beast::error::timeout && ec != net::error::connection_reset &&
             ec != net::error::operation_aborted) {
-          http::response<http::string_body> res{http::status(status), 11};
-          res.set(http::field::content_type, "application/json");
-          res.body() =
-              "{\"error\":{\"message\":\"" +
-              std::string(status == 413 ? "request body too large" : "malformed HTTP request") +
-              "\",\"type\":\"invalid_request_error\",\"param\":null,\"code\":null}}";
-          res.keep_alive(false);
-          res.prepare_payload();
-          co_await http::async_write(stream, res, net::redirect_error(use_awaitable, ec));
+          HttpRequest partial;
+          if (parser.is_header_done()) {
+            partial.method = std::string(parser.get().method_string());
+            partial.target = std::string(parser.get().target());
+          }
+          partial.remote = remote_address(stream);
+          HttpResponse r = router.transport_error(
+              partial, status, status == 413 ? "request body too large" : "malformed HTTP request");
+          co_await write_simple(stream, r, false, false);
+          router.complete(r);
         }
         break;
       }
@@ -125,6 +126,8 @@ struct HttpServer::Impl {
         hr.headers.add(std::string_view(field.name_string().data(), field.name_string().size()),
                        std::string(field.value()));
       hr.remote = remote_address(stream);
+      hr.version = int(req.version());
+      hr.received = std::chrono::steady_clock::now();
 
       auto sig = std::make_shared<Signal>(co_await net::this_coro::executor);
       std::weak_ptr<Signal> weak = sig;
@@ -144,8 +147,10 @@ struct HttpServer::Impl {
       bool ok;
       if (!res.gen) {
         ok = co_await write_simple(stream, res, keep, head);
+        router.complete(res, nullptr);
       } else {
         ok = co_await drive(stream_ptr, res, sig, keep);
+        router.complete(res, sig->client_gone ? "cancelled" : nullptr);
       }
       if (!ok || !keep) break;
     }
@@ -153,6 +158,7 @@ struct HttpServer::Impl {
   }
 
   awaitable<bool> write_simple(beast::tcp_stream& stream, HttpResponse& r, bool keep, bool head) {
+    r.record.status = r.status;
     http::response<http::string_body> res{http::status(r.status), 11};
     res.set(http::field::server, "tandem/" TANDEM_VERSION);
     res.set(http::field::content_type, r.content_type);
@@ -162,7 +168,8 @@ struct HttpServer::Impl {
     if (head) {
       res.content_length(r.body.size());
     } else {
-      res.body() = std::move(r.body);
+      r.record.bytes_out += r.body.size();
+      res.body() = r.body;  // kept: the request record reads an error message from it
       res.prepare_payload();
     }
     boost::system::error_code ec;
@@ -237,6 +244,7 @@ struct HttpServer::Impl {
       co_return co_await write_simple(stream, r, keep, false);
     }
 
+    r.record.status = 200;
     http::response<http::empty_body> head{http::status::ok, 11};
     head.set(http::field::server, "tandem/" TANDEM_VERSION);
     head.set(http::field::content_type, r.content_type);
@@ -257,6 +265,7 @@ struct HttpServer::Impl {
     while (!ec) {
       if (!out.empty()) {
         stream.expires_after(std::chrono::seconds(60));
+        r.record.bytes_out += out.size();
         co_await net::async_write(stream, http::make_chunk(net::buffer(out)),
                                   net::redirect_error(use_awaitable, ec));
         out.clear();

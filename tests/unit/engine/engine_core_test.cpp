@@ -32,6 +32,7 @@ TEST(EngineCore, PrefixCacheHitSkipsCachedBlocks) {
     Outcome o = collect(*hb, 1);
     EXPECT_EQ(o.tokens[0], reference_tokens(b.prompt, 3, kVocab));
     EXPECT_EQ(o.finish[0].usage.cached_tokens, caching ? 48 : 0);
+    EXPECT_GE(o.finish[0].usage.queue_ms, 0.0);  // it was scheduled: its wait is known
     EXPECT_EQ(o.finish[0].usage.prompt_tokens, 59);
     auto st = h.core.stats();
     EXPECT_EQ(st.prefix_cache_queries, 50u + 59u);
