@@ -20,6 +20,7 @@
 #include "model/config.h"
 #include "model/cpu_runner.h"
 #include "model/cuda_runner.h"
+#include "model/model_loader.h"
 #include "model/synthetic.h"
 #ifdef TANDEM_HAVE_CUDA
 #include "backend/cuda/gpu_monitor.h"
@@ -213,7 +214,11 @@ int run_engine_mode(const Opts& o) {
     ro.num_blocks = (longest + 15) / 16 * std::max(maxc, 4) + 16;
     ro.kv_cache_dtype = tandem::model::parse_kv_cache_dtype(o.kv_dtype);
     ro.weight_dtype = tandem::model::parse_weight_dtype(o.quantization);
-    runner = tandem::model::make_cpu_runner(o.model, ro);
+    tandem::model::LoaderOptions lo;
+    lo.backend = "cpu";
+    lo.tokenizer_required = false;
+    lo.cpu = ro;
+    runner = tandem::model::load_model(o.model, lo).runner;
   } else {
     tandem::model::CudaRunnerOptions ro;
     ro.gpu_memory_utilization = o.gpu_mem;
@@ -223,7 +228,11 @@ int run_engine_mode(const Opts& o) {
     ro.weight_dtype = tandem::model::parse_weight_dtype(o.quantization);
     ro.cuda_graphs = !o.no_graphs;
     ro.gemv_max_tokens = o.gemv_max_tokens;
-    runner = tandem::model::make_cuda_runner(o.model, ro);
+    tandem::model::LoaderOptions lo;
+    lo.backend = "cuda";
+    lo.tokenizer_required = false;
+    lo.cuda = ro;
+    runner = tandem::model::load_model(o.model, lo).runner;
   }
   fmt::print("tandem bench (engine): {} on {}, prompt {} + output {} tokens{}, {} {} KV blocks\n",
              o.model, runner->name(),
@@ -316,7 +325,11 @@ class Bench {
     ro.max_model_len = longest;
     cfg_ = tandem::model::is_synthetic(o.model) ? tandem::model::synthetic_config(o.model)
                                                 : tandem::model::load_config(o.model);
-    runner_ = tandem::model::make_cuda_runner(o.model, ro);
+    tandem::model::LoaderOptions lo;
+    lo.backend = "cuda";
+    lo.tokenizer_required = false;
+    lo.cuda = ro;
+    runner_ = tandem::model::load_model(o.model, lo).runner;
     stats_ = tandem::model::cuda_runner_stats(*runner_);
     costs_ = costs_of(cfg_);
     bs_ = runner_->kv_layout().block_size;

@@ -13,6 +13,8 @@
 #include "engine/sampler.h"
 #include "model/config.h"
 #include "model/cpu_runner.h"
+#include "model/model_loader.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -27,6 +29,7 @@ struct Opts {
   std::string prompt_ids;
   bool chat = false;
   bool no_think = false;
+  std::string system;
   int max_tokens = 128;
   bool ignore_eos = false;
   bool json = false;
@@ -60,21 +63,10 @@ std::vector<TokenId> parse_ids(const std::string& s) {
   return ids;
 }
 
-// Sampling defaults of the model folder (generation_config.json), overridden by flags.
-tandem::engine::SamplingParams sampling(const Opts& o, const std::filesystem::path& dir) {
+// The model's defaults (the loader's, from generation_config.json), overridden by flags.
+tandem::engine::SamplingParams sampling(const Opts& o, const tandem::SamplingKnobs& d) {
   tandem::engine::SamplingParams p;
-  auto gc_path = dir / "generation_config.json";
-  if (std::filesystem::exists(gc_path)) {
-    auto g = nlohmann::json::parse(tandem::read_file(gc_path), nullptr, false);
-    if (g.is_object()) {
-      bool do_sample = g.value("do_sample", false);
-      p.temperature = do_sample ? g.value("temperature", 1.0f) : 0.0f;
-      p.top_p = g.value("top_p", 1.0f);
-      p.top_k = g.value("top_k", 0);
-      p.min_p = g.value("min_p", 0.0f);
-      p.repetition_penalty = g.value("repetition_penalty", 1.0f);
-    }
-  }
+  static_cast<tandem::SamplingKnobs&>(p) = d;
   if (o.temperature) p.temperature = *o.temperature;
   if (o.top_p) p.top_p = *o.top_p;
   if (o.top_k) p.top_k = *o.top_k;
@@ -86,23 +78,6 @@ tandem::engine::SamplingParams sampling(const Opts& o, const std::filesystem::pa
   p.top_logprobs = o.top_logprobs;
   tandem::engine::validate(p);
   return p;
-}
-
-std::vector<TokenId> eos_ids(const tandem::model::ModelConfig& cfg,
-                             const std::filesystem::path& dir) {
-  std::vector<TokenId> e(cfg.eos_token_ids.begin(), cfg.eos_token_ids.end());
-  auto gc_path = dir / "generation_config.json";
-  if (std::filesystem::exists(gc_path)) {
-    auto g = nlohmann::json::parse(tandem::read_file(gc_path), nullptr, false);
-    if (g.is_object() && g.contains("eos_token_id")) {
-      auto& v = g["eos_token_id"];
-      if (v.is_number_integer()) e.push_back(v.get<TokenId>());
-      if (v.is_array())
-        for (auto& x : v)
-          if (x.is_number_integer()) e.push_back(x.get<TokenId>());
-    }
-  }
-  return e;
 }
 
 int run_generate(const Opts& o) {
@@ -117,29 +92,40 @@ int run_generate(const Opts& o) {
   if (!o.prompt_ids.empty()) {
     prompt = parse_ids(o.prompt_ids);
   } else if (o.chat) {
-    // ChatML for one user turn, as the Qwen3 chat template renders it.
-    std::string text = "<|im_start|>user\n" + o.prompt + "<|im_end|>\n<|im_start|>assistant\n";
-    if (o.no_think) text += "<think>\n\n</think>\n\n";
-    prompt = tok->encode(text, /*allow_special=*/true);
+    // The model's chat template (Qwen3's, rendered natively) for one user turn.
+    nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+    if (!o.system.empty()) msgs.push_back({{"role", "system"}, {"content", o.system}});
+    msgs.push_back({{"role", "user"}, {"content", o.prompt}});
+    tok::ChatOptions co;
+    co.add_generation_prompt = true;
+    co.enable_thinking = !o.no_think;
+    prompt = tok->encode(tok::render_chat(msgs, nlohmann::ordered_json::array(), co),
+                         /*allow_special=*/true);
   } else {
     prompt = tok->encode(o.prompt, /*allow_special=*/false);
   }
   if (prompt.empty()) fail(ErrorKind::kInvalidArgument, "the prompt has no tokens");
-  auto params = sampling(o, dir);
-  auto eos = eos_ids(cfg, dir);
 
   const int total = int(prompt.size()) + o.max_tokens;
   if (total > cfg.max_position_embeddings)
     fail(ErrorKind::kInvalidArgument,
          "prompt ({} tokens) + --max-tokens ({}) exceeds the model's context of {} tokens",
          prompt.size(), o.max_tokens, cfg.max_position_embeddings);
-  model::CpuRunnerOptions ro;
+  // The one loader, on the CPU reference backend: EOS ids and sampling defaults with it.
+  model::LoaderOptions lo;
+  lo.backend = "cpu";
+  lo.tokenizer = tok;
+  auto& ro = lo.cpu;
   ro.block_size = o.block_size;
   ro.threads = o.threads;
   ro.max_model_len = total;
   ro.num_blocks = (total + o.block_size - 1) / o.block_size;
   auto t_load = Clock::now();
-  auto runner = model::make_cpu_runner(dir, ro);
+  model::LoadedModel loaded = model::load_model(o.model, lo);
+  auto runner = std::move(loaded.runner);
+  const bool thinks = o.chat && !o.no_think;
+  auto params = sampling(o, thinks || !o.chat ? loaded.defaults.thinking : loaded.defaults.plain);
+  const auto& eos = loaded.eos_ids;
   const int V = runner->vocab_size();
   for (auto t : prompt)
     if (t < 0 || t >= V)
@@ -249,7 +235,9 @@ TANDEM_COMMAND(
       sub.add_option("--prompt", o->prompt, "Prompt text");
       sub.add_option("--prompt-ids", o->prompt_ids,
                      "Prompt as comma-separated token ids instead of text");
-      sub.add_flag("--chat", o->chat, "Wrap the prompt as one user chat turn");
+      sub.add_flag("--chat", o->chat,
+                   "Render the prompt as one user turn through the model's chat template");
+      sub.add_option("--system", o->system, "With --chat: a system message before it");
       sub.add_flag("--no-think", o->no_think,
                    "With --chat: disable thinking (empty <think> block)");
       sub.add_option("--max-tokens", o->max_tokens, "Tokens to generate at most");

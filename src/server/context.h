@@ -9,6 +9,7 @@
 
 #include "engine/engine.h"
 #include "model/config.h"
+#include "model/model_loader.h"
 #include "server/thinking.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,6 +37,8 @@ struct ModelInfo {
   uint64_t size_bytes = 0;  // weights on disk (0 for synthetic)
   // The products' weights as served (Ollama's details.quantization_level): "BF16" or "FP8".
   std::string quantization_level = "BF16";
+  // Sampling defaults (generation_config.json, model/model_loader.h), under the request's.
+  model::GenerationDefaults defaults = model::read_generation_defaults({});
   std::chrono::system_clock::time_point loaded_at = std::chrono::system_clock::now();
 };
 

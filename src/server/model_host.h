@@ -22,6 +22,8 @@ struct ModelHostOptions {
   double gpu_memory_utilization = 0.90;
   std::string kv_cache_dtype = "bf16";  // bf16 | fp8 (model/runner.h KvCacheDtype)
   std::string quantization = "auto";    // auto | bf16 | fp8 (model/runner.h WeightDtype)
+  bool enable_prefix_caching = true;
+  uint64_t cpu_memory_limit_bytes = 0;  // CPU backend: RAM it may use (0: the machine's)
   ServerOptions server;
 };
 

@@ -7,16 +7,16 @@
 namespace tandem::server {
 namespace {
 
-// Qwen3's recommended sampling (generation_config.json and the model card).
-void fill_defaults(engine::SamplingParams& p, const SamplingFields& f, bool thinking) {
-  p.temperature = float(f.temperature.value_or(thinking ? 0.6 : 0.7));
-  p.top_p = float(f.top_p.value_or(thinking ? 0.95 : 0.8));
+// The model's defaults (model/model_loader.h: generation_config.json) under the request's.
+void fill_defaults(engine::SamplingParams& p, const SamplingFields& f, const SamplingKnobs& d) {
+  p.temperature = float(f.temperature.value_or(d.temperature));
+  p.top_p = float(f.top_p.value_or(d.top_p));
   if (p.top_p <= 0.f) p.top_p = 1e-6f;  // top_p 0 means "only the most likely token"
-  p.top_k = f.top_k.value_or(20);
-  p.min_p = float(f.min_p.value_or(0.0));
-  p.repetition_penalty = float(f.repetition_penalty.value_or(1.0));
-  p.presence_penalty = float(f.presence_penalty.value_or(0.0));
-  p.frequency_penalty = float(f.frequency_penalty.value_or(0.0));
+  p.top_k = f.top_k.value_or(d.top_k);
+  p.min_p = float(f.min_p.value_or(d.min_p));
+  p.repetition_penalty = float(f.repetition_penalty.value_or(d.repetition_penalty));
+  p.presence_penalty = float(f.presence_penalty.value_or(d.presence_penalty));
+  p.frequency_penalty = float(f.frequency_penalty.value_or(d.frequency_penalty));
   p.penalty_last_n = f.penalty_last_n.value_or(-1);
   p.seed = f.seed;
 }
@@ -69,7 +69,8 @@ Prepared prepare(const GenRequest& r, const ServerContext& ctx) {
     }
   }
 
-  fill_defaults(p.sampling, r.sampling, p.thinking);
+  fill_defaults(p.sampling, r.sampling,
+                p.thinking ? ctx.model.defaults.thinking : ctx.model.defaults.plain);
   p.sampling.top_logprobs = r.logprobs ? r.top_logprobs : -1;
   p.thinking_budget = p.thinking ? r.thinking_budget.value_or(ctx.opt.thinking_budget) : -1;
   // EOS is the engine's business (EngineOptions::eos_ids), so ignore_eos works.

@@ -32,6 +32,17 @@ check "stdout has text" $([ -s "$tmp/out" ]; echo $?)
 check "json has the documented fields" $(node -e 'const j=JSON.parse(require("fs").readFileSync(process.argv[1]));
   if(!(j.prompt_ids.length>0&&j.generated_ids.length===3&&typeof j.text==="string"&&j.finish_reason==="length"&&j.logprobs[0].top.length===2))process.exit(1)' "$tmp/j"; echo $?)
 
+# --chat renders the model's own chat template: the same ids as `tandem template` + tokenize.
+for think in "" --no-think; do
+  "$T" generate --model "$M" --prompt "Hi there" --system "Be brief." --chat $think --max-tokens 1 --json 2>/dev/null \
+    | node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(0)).prompt_ids.join(" "))' >"$tmp/g_ids"
+  body='{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi there"}]'
+  [ -n "$think" ] && body="$body"',"chat_template_kwargs":{"enable_thinking":false}'
+  echo "$body}" | "$T" template >"$tmp/t_text" 2>/dev/null
+  "$T" tokenize --model "$M" <"$tmp/t_text" | tr -s ' \n,' ' ' | sed 's/ *$//' >"$tmp/t_ids"
+  check "generate --chat $think uses the chat template" $([ -s "$tmp/g_ids" ] && [ "$(cat "$tmp/g_ids")" = "$(cat "$tmp/t_ids")" ]; echo $?)
+done
+
 expect missing-model nonzero "config.json" -- "$T" generate --model "$tmp/nope" --prompt hi
 expect bad-ids nonzero "token id" -- "$T" generate --model "$M" --prompt-ids 1,x
 expect both-prompts nonzero "exactly one" -- "$T" generate --model "$M" --prompt hi --prompt-ids 1
