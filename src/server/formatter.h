@@ -21,6 +21,8 @@ class Formatter {
   virtual std::string finish(const Totals& t) = 0;
   // Streaming: an error event after the headers went out.
   virtual std::string stream_error(const std::string& msg) = 0;
+  // Not streaming: the body of a 500 when the engine failed, in the API's error shape.
+  virtual std::string error_body(const std::string& msg) = 0;
 };
 
 std::unique_ptr<Formatter> make_openai_formatter(const Generation& g, const std::string& model);

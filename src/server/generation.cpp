@@ -215,20 +215,56 @@ void Generation::feed(Sample& s, std::string_view text, ChoiceDelta& d) {
   }
 }
 
+namespace {
+void add_piece(ChoiceDelta& d, OutPiece::Kind k, std::string_view text) {
+  const bool merges = k == OutPiece::Kind::kReasoning || k == OutPiece::Kind::kText ||
+                      k == OutPiece::Kind::kCallArgs;
+  if (merges && text.empty()) return;
+  if (merges && !d.pieces.empty() && d.pieces.back().kind == k)
+    d.pieces.back().text.append(text);
+  else
+    d.pieces.push_back({k, std::string(text)});
+}
+
+void add_split(ChoiceDelta& d, const SplitText& sp) {
+  d.reasoning += sp.reasoning;
+  add_piece(d, OutPiece::Kind::kReasoning, sp.reasoning);
+}
+
+OutPiece::Kind kind_of(ToolPiece::Kind k) {
+  switch (k) {
+    case ToolPiece::Kind::kText:
+      return OutPiece::Kind::kText;
+    case ToolPiece::Kind::kCallBegin:
+      return OutPiece::Kind::kCallBegin;
+    case ToolPiece::Kind::kCallArgs:
+      return OutPiece::Kind::kCallArgs;
+    case ToolPiece::Kind::kCallEnd:
+      return OutPiece::Kind::kCallEnd;
+  }
+  return OutPiece::Kind::kText;
+}
+
+void add_tools(ChoiceDelta& d, ToolDelta td) {
+  d.content += td.content;
+  for (auto& c : td.calls) d.calls.push_back(std::move(c));
+  for (auto& p : td.pieces) add_piece(d, kind_of(p.kind), p.text);
+}
+}  // namespace
+
 void Generation::route(Sample& s, std::string_view text, ChoiceDelta& d) {
   SplitText sp;
   if (prep_.split_reasoning)
     sp = s.reason.push(text);
   else
     sp.content = text;
-  d.reasoning += sp.reasoning;
+  add_split(d, sp);
   if (!prep_.parse_tools) {
     d.content += sp.content;
+    add_piece(d, OutPiece::Kind::kText, sp.content);
     return;
   }
-  auto td = s.tools.push(sp.content);
-  d.content += td.content;
-  for (auto& c : td.calls) d.calls.push_back(std::move(c));
+  add_tools(d, s.tools.push(sp.content));
 }
 
 // End of a choice's text: release everything the filters held back.
@@ -244,16 +280,14 @@ void Generation::close_text(Sample& s, ChoiceDelta& d) {
   }
   SplitText sp;
   if (prep_.split_reasoning) sp = s.reason.finish();
-  d.reasoning += sp.reasoning;
+  add_split(d, sp);
   if (!prep_.parse_tools) {
     d.content += sp.content;
+    add_piece(d, OutPiece::Kind::kText, sp.content);
     return;
   }
-  auto td = s.tools.push(sp.content);
-  auto tf = s.tools.finish();
-  d.content += td.content + tf.content;
-  for (auto& c : td.calls) d.calls.push_back(std::move(c));
-  for (auto& c : tf.calls) d.calls.push_back(std::move(c));
+  add_tools(d, s.tools.push(sp.content));
+  add_tools(d, s.tools.finish());
 }
 
 }  // namespace tandem::server

@@ -24,14 +24,24 @@ struct TokenLogprob {
   std::vector<std::pair<std::string, float>> top;  // (bytes, logprob), most likely first
 };
 
+// A choice's output in the order it was written: what APIs with ordered content blocks
+// (Responses items, Anthropic blocks) and streamed tool-call arguments are built from.
+struct OutPiece {
+  enum class Kind { kReasoning, kText, kCallBegin, kCallArgs, kCallEnd };
+  Kind kind = Kind::kText;
+  std::string text;  // kCallBegin: the function's name; kCallArgs: a fragment of its arguments
+};
+
 struct ChoiceDelta {
   int index = 0;
   std::string reasoning, content;
-  std::vector<ToolCall> calls;
+  std::vector<ToolCall> calls;   // calls that ended in this delta, whole
+  std::vector<OutPiece> pieces;  // the same output in order, calls as they are written
   std::vector<TokenLogprob> logprobs;
   const char* finish = nullptr;  // set on the choice's last delta: stop, length, tool_calls
   bool empty() const {
-    return reasoning.empty() && content.empty() && calls.empty() && logprobs.empty() && !finish;
+    return reasoning.empty() && content.empty() && calls.empty() && pieces.empty() &&
+           logprobs.empty() && !finish;
   }
 };
 

@@ -76,6 +76,7 @@ class OllamaFormatter : public Formatter {
   std::string stream_error(const std::string& msg) override {
     return ollama_error_body(msg) + "\n";
   }
+  std::string error_body(const std::string& msg) override { return ollama_error_body(msg); }
 
  private:
   json head() const { return json{{"model", model_}, {"created_at", rfc3339_now()}}; }

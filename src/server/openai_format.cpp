@@ -96,15 +96,24 @@ class OpenAIFormatter : public Formatter {
         delta["reasoning"] = d.reasoning;
       }
       if (!d.content.empty()) delta["content"] = d.content;
-      if (!d.calls.empty()) {
-        json calls = json::array();
-        for (auto& c : d.calls)
-          calls.push_back({{"index", a.num_calls++},
+      // Calls as they are written: the first delta of a call has its id and name, the
+      // next ones pieces of its arguments.
+      json calls = json::array();
+      for (auto& p : d.pieces) {
+        if (p.kind == OutPiece::Kind::kCallBegin) {
+          a.open_call = a.num_calls++;
+          calls.push_back({{"index", a.open_call},
                            {"id", random_id("call_", 24)},
                            {"type", "function"},
-                           {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-        delta["tool_calls"] = std::move(calls);
+                           {"function", {{"name", p.text}, {"arguments", ""}}}});
+        } else if (p.kind == OutPiece::Kind::kCallArgs) {
+          if (calls.empty() || calls.back()["index"] != a.open_call)
+            calls.push_back({{"index", a.open_call}, {"function", {{"arguments", ""}}}});
+          auto& args = calls.back()["function"]["arguments"];
+          args = args.get<std::string>() + p.text;
+        }
       }
+      if (!calls.empty()) delta["tool_calls"] = std::move(calls);
       choice["delta"] = std::move(delta);
       choice["logprobs"] =
           d.logprobs.empty() || !g_.request().logprobs ? json(nullptr) : chat_logprobs(d.logprobs);
@@ -173,6 +182,7 @@ class OpenAIFormatter : public Formatter {
   std::string stream_error(const std::string& msg) override {
     return "data: " + openai_error_body(500, msg) + "\n\n";
   }
+  std::string error_body(const std::string& msg) override { return openai_error_body(500, msg); }
 
  private:
   struct Acc {
@@ -181,6 +191,7 @@ class OpenAIFormatter : public Formatter {
     std::vector<TokenLogprob> logprobs;
     const char* finish = nullptr;
     int num_calls = 0;
+    int open_call = -1;  // the index of the call being streamed
     size_t text_offset = 0;
   };
 

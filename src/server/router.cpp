@@ -170,7 +170,7 @@ void Router::add_completion_hook(CompletionHook hook) {
 void Router::finish_body(HttpResponse& r) {
   if (!r.gen->error().empty()) {
     r.status = 500;
-    r.body = r.openai ? openai_error_body(500, r.gen->error()) : ollama_error_body(r.gen->error());
+    r.body = r.fmt->error_body(r.gen->error());
     return;
   }
   r.body = r.fmt->finish(r.gen->totals());

@@ -84,7 +84,23 @@ json collect_sse(const std::string& sse, int* chunks_out = nullptr) {
       if (a.is_null()) a = json::object();
       for (auto& [f, v] : ch["delta"].items()) {
         if (f == "tool_calls") {
-          for (auto& tc : v) a["tool_calls"].push_back(tc);
+          // As clients do: a call's first delta has its id and name, later ones add to its
+          // arguments.
+          for (auto& tc : v) {
+            size_t i = tc["index"].get<size_t>();
+            auto& calls = a["tool_calls"];
+            if (i == calls.size()) {
+              EXPECT_TRUE(tc.contains("id") && tc["function"].contains("name")) << tc;
+              calls.push_back(tc);
+            } else {
+              EXPECT_LT(i, calls.size()) << tc;
+              if (i >= calls.size()) continue;
+              EXPECT_FALSE(tc.contains("id")) << tc;
+              auto& args = calls[i]["function"]["arguments"];
+              args = args.get<std::string>() + tc["function"]["arguments"].get<std::string>();
+            }
+          }
+          a["tool_call_deltas"] = a.value("tool_call_deltas", 0) + 1;
         } else if (v.is_string()) {
           a[f] = a.value(f, std::string()) + v.get<std::string>();
         }
@@ -170,6 +186,12 @@ TEST(Generation, ToolCallsParsedInStreamAndBody) {
   EXPECT_EQ(acc["0"]["tool_calls"][1]["index"], 1);
   EXPECT_EQ(acc["0"]["tool_calls"][1]["function"]["name"], "get_time");
   EXPECT_EQ(acc["0"]["finish_reason"], "tool_calls");
+  // The arguments came as they were written, in several deltas, and add up to the body's.
+  EXPECT_GT(acc["0"]["tool_call_deltas"].get<int>(), 4);
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(acc["0"]["tool_calls"][i]["function"]["arguments"],
+              msg["tool_calls"][i]["function"]["arguments"]);
+  EXPECT_EQ(msg["tool_calls"][0]["function"]["arguments"], "{\"city\": \"Paris\"}");
 }
 
 TEST(Generation, ThinkingBudgetForcesCloseAndContinues) {

@@ -186,16 +186,17 @@ TEST(ToolCallParser, ParsesSeveralCallsAndKeepsLeadingText) {
     ASSERT_EQ(all.calls.size(), 2u);
     EXPECT_EQ(all.content, "Let me check.\n");
     EXPECT_EQ(all.calls[0].name, "get_weather");
-    EXPECT_EQ(all.calls[0].arguments, "{\"city\":\"Paris\"}");
+    EXPECT_EQ(all.calls[0].arguments, "{\"city\": \"Paris\"}");  // as the model wrote it
     EXPECT_EQ(all.calls[1].name, "get_time");
     EXPECT_EQ(nlohmann::json::parse(all.calls[1].arguments)["n"], 2);
   }
 }
 
 TEST(ToolCallParser, MalformedCallIsReturnedAsText) {
-  const char* bad[] = {"<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>",
+  const char* bad[] = {"<tool_call>\n{\"name\": \"f\", \"arguments\": 7}\n</tool_call>",
                        "<tool_call>{\"arguments\": {}}</tool_call>", "<tool_call>[1,2]</tool_call>",
-                       "<tool_call>{\"name\": \"f\""};
+                       "<tool_call>{\"name\": \"f\"",
+                       "<tool_call>{\"name\": \"\", \"arguments\": {}}"};
   for (const char* t : bad) {
     ToolCallParser p;
     auto d = p.push(t);
@@ -220,4 +221,97 @@ TEST(ToolCallParser, PlainTextPassesThroughWithoutHoldingMore) {
   EXPECT_EQ(p.push("hello <").content, "hello ");
   EXPECT_EQ(p.push("b>").content, "<b>");
   EXPECT_EQ(p.finish().content, "");
+}
+
+namespace {
+// Feeds `text` in random pieces; returns everything, with the pieces' order checked.
+ToolDelta parse_in_pieces(std::mt19937& g, const std::string& text) {
+  ToolCallParser p;
+  ToolDelta all;
+  auto take = [&](ToolDelta d) {
+    all.content += d.content;
+    for (auto& c : d.calls) all.calls.push_back(c);
+    for (auto& q : d.pieces) {
+      if (!all.pieces.empty() && all.pieces.back().kind == q.kind &&
+          (q.kind == ToolPiece::Kind::kText || q.kind == ToolPiece::Kind::kCallArgs))
+        all.pieces.back().text += q.text;
+      else
+        all.pieces.push_back(q);
+    }
+  };
+  for (auto& piece : random_pieces(g, text)) take(p.push(piece));
+  take(p.finish());
+  return all;
+}
+}  // namespace
+
+TEST(ToolCallParser, StreamsArgumentsAsTheyAreWritten) {
+  const std::string args =
+      "{\"q\": \"a } in \\\"quotes\\\" and </tool_call> inside\", \"n\": [1, {\"x\": []}], "
+      "\"u\": \"\xe6\x99\xb4\"}";
+  const std::string text = "Sure.\n<tool_call>\n{\"name\": \"search\", \"arguments\": " + args +
+                           "}\n</tool_call>\n\n<tool_call>\n{\"name\": \"f\", \"arguments\": "
+                           "{}}\n</tool_call>\nDone.";
+  std::mt19937 g(11);
+  for (int iter = 0; iter < 300; ++iter) {
+    ToolDelta all = parse_in_pieces(g, text);
+    ASSERT_EQ(all.calls.size(), 2u);
+    EXPECT_EQ(all.calls[0].name, "search");
+    EXPECT_EQ(all.calls[0].arguments, args);
+    EXPECT_EQ(all.calls[1].arguments, "{}");
+    EXPECT_EQ(all.content, "Sure.\n\nDone.");
+    using K = ToolPiece::Kind;
+    std::vector<K> kinds;
+    for (auto& q : all.pieces) kinds.push_back(q.kind);
+    ASSERT_EQ(kinds, (std::vector<K>{K::kText, K::kCallBegin, K::kCallArgs, K::kCallEnd,
+                                     K::kCallBegin, K::kCallArgs, K::kCallEnd, K::kText}));
+    EXPECT_EQ(all.pieces[1].text, "search");
+    EXPECT_EQ(all.pieces[2].text, args);
+    EXPECT_EQ(all.pieces[7].text, "\nDone.");
+  }
+  // The name and the first argument bytes come before the call is closed.
+  ToolCallParser p;
+  auto d = p.push("<tool_call>\n{\"name\": \"search\", \"arguments\": {\"q\": \"par");
+  ASSERT_EQ(d.pieces.size(), 2u);
+  EXPECT_EQ(d.pieces[0].text, "search");
+  EXPECT_EQ(d.pieces[1].text, "{\"q\": \"par");
+  EXPECT_TRUE(d.calls.empty());
+}
+
+TEST(ToolCallParser, AStartedCallStaysACall) {
+  // Once its name and the arguments' brace are out, a call is a call: unbalanced or cut
+  // arguments end it as written (streamed and whole alike).
+  std::mt19937 g(3);
+  for (int iter = 0; iter < 50; ++iter) {
+    ToolDelta a = parse_in_pieces(
+        g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": }\n</tool_call>x");
+    ASSERT_EQ(a.calls.size(), 1u);
+    EXPECT_EQ(a.calls[0].arguments, "{\"a\": }");
+    EXPECT_EQ(a.content, "x");
+    ToolDelta b = parse_in_pieces(
+        g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": [1,</tool_call>y");
+    ASSERT_EQ(b.calls.size(), 1u);
+    EXPECT_EQ(b.calls[0].arguments, "{\"a\": [1,");
+    EXPECT_EQ(b.content, "y");
+    ToolDelta c = parse_in_pieces(g, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": \"cut");
+    ASSERT_EQ(c.calls.size(), 1u);
+    EXPECT_EQ(c.calls[0].arguments, "{\"a\": \"cut");
+    EXPECT_EQ(c.content, "");
+  }
+}
+
+TEST(ToolCallParser, OtherCallLayoutsAreParsedWhole) {
+  std::mt19937 g(5);
+  for (int iter = 0; iter < 50; ++iter) {
+    ToolDelta a =
+        parse_in_pieces(g,
+                        "<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>"
+                        "<tool_call>{\"name\":\"g\",\"arguments\":\"{\\\"b\\\": 2}\"}</tool_call>");
+    ASSERT_EQ(a.calls.size(), 2u);
+    EXPECT_EQ(a.calls[0].name, "f");
+    EXPECT_EQ(a.calls[0].arguments, "{\"a\":1}");
+    EXPECT_EQ(a.calls[1].arguments, "{\"b\": 2}");
+    ASSERT_EQ(a.pieces.size(), 6u);
+    EXPECT_EQ(a.pieces[1].text, "{\"a\":1}");
+  }
 }
