@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "server/json_body.h"
 
 namespace tandem::server {
 
@@ -39,8 +40,8 @@ template <typename... Args>
 
 // 404 for a model name the server does not serve.
 [[noreturn]] inline void model_not_found(const std::string& name) {
-  throw ApiError(404, "invalid_request_error", "model", fmt::format("model '{}' not found", name),
-                 "model_not_found");
+  throw ApiError(404, "invalid_request_error", "model",
+                 fmt::format("model {} not found", quote(name)), "model_not_found");
 }
 
 // The status a library error becomes when it reaches a client.

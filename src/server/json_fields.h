@@ -1,5 +1,6 @@
 #pragma once
-// Typed, range-checked reads of request fields. Every failure is a 400 naming the field.
+// Typed, range-checked reads of request fields. Every failure is a 400 naming the field;
+// a bad value is quoted short (json_body.h's describe), never whole.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "server/api_error.h"
 #include "server/gen_request.h"
+#include "server/json_body.h"
 
 namespace tandem::server::fields {
 
@@ -56,7 +58,7 @@ inline std::optional<double> get_number(const json& obj, const char* key, double
   if (!v->is_number()) bad_field(key, "'{}' must be a number, got {}", key, type_name(*v));
   double x = v->get<double>();
   if (!std::isfinite(x) || x < lo || x > hi)
-    bad_field(key, "'{}' must be between {} and {}, got {}", key, lo, hi, v->dump());
+    bad_field(key, "'{}' must be between {} and {}, got {}", key, lo, hi, describe(*v));
   return x;
 }
 
@@ -66,9 +68,9 @@ inline std::optional<int64_t> get_int(const json& obj, const char* key, int64_t 
   bool integral = v->is_number_integer() ||
                   (v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
                    std::fabs(v->get<double>()) < 9e15);
-  if (!integral) bad_field(key, "'{}' must be an integer, got {}", key, v->dump());
+  if (!integral) bad_field(key, "'{}' must be an integer, got {}", key, describe(*v));
   if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(hi))
-    bad_field(key, "'{}' must be between {} and {}, got {}", key, lo, hi, v->dump());
+    bad_field(key, "'{}' must be between {} and {}, got {}", key, lo, hi, describe(*v));
   int64_t x = v->is_number_float() ? int64_t(v->get<double>()) : v->get<int64_t>();
   if (x < lo || x > hi) bad_field(key, "'{}' must be between {} and {}, got {}", key, lo, hi, x);
   return x;

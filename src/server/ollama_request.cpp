@@ -40,7 +40,8 @@ void common_head(const json& body, GenRequest& r) {
     } else if (t->is_string()) {
       auto s = t->get<std::string>();
       if (s != "low" && s != "medium" && s != "high" && s != "max")
-        bad_field("think", "'think' must be true, false, low, medium, high or max, got '{}'", s);
+        bad_field("think", "'think' must be true, false, low, medium, high or max, got {}",
+                  quote(s));
       r.think = true;
     } else {
       bad_field("think", "'think' must be a boolean or a level string");
@@ -82,8 +83,8 @@ Message parse_message(const json& m, size_t i) {
   Message out;
   out.role = *role;
   if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool")
-    bad_field(where + ".role", "'{}.role' must be system, user, assistant or tool, got '{}'", where,
-              *role);
+    bad_field(where + ".role", "'{}.role' must be system, user, assistant or tool, got {}", where,
+              quote(*role));
   out.content = get_string(m, "content").value_or("");
   out.reasoning = get_string(m, "thinking").value_or("");
   if (const json* imgs = find(m, "images"); imgs && !(imgs->is_array() && imgs->empty()))

@@ -33,8 +33,9 @@ std::string content_text(const json& msg, const std::string& where) {
     if (!part.is_object()) bad_field(where + ".content", "content parts must be objects");
     auto type = get_string(part, "type");
     if (type != "text")
-      throw ApiError(400, "invalid_request_error", where + ".content",
-                     "only text content parts are supported (got '" + type.value_or("") + "')");
+      throw ApiError(
+          400, "invalid_request_error", where + ".content",
+          "only text content parts are supported (got " + quote(type.value_or("")) + ")");
     auto t = get_string(part, "text");
     if (!t) bad_field(where + ".content", "a text part needs 'text'");
     text += *t;
@@ -51,8 +52,8 @@ Message parse_message(const json& m, size_t i) {
   out.role = *role == "developer" ? "system" : *role;
   if (out.role != "system" && out.role != "user" && out.role != "assistant" && out.role != "tool")
     bad_field(where + ".role",
-              "'{}.role' must be system, developer, user, assistant or tool, got '{}'", where,
-              *role);
+              "'{}.role' must be system, developer, user, assistant or tool, got {}", where,
+              quote(*role));
   out.content = content_text(m, where);
   if (out.role == "assistant") {
     if (auto r = get_string(m, "reasoning_content"))
@@ -96,7 +97,8 @@ void parse_tools(const json& body, GenRequest& r) {
     for (auto& t : *tools) {
       if (!t.is_object()) bad_field("tools", "each tool must be an object");
       auto type = get_string(t, "type").value_or("function");
-      if (type != "function") bad_field("tools", "tool type must be 'function', got '{}'", type);
+      if (type != "function")
+        bad_field("tools", "tool type must be 'function', got {}", quote(type));
       const json* f = find(t, "function");
       if (!f || !f->is_object()) bad_field("tools", "each tool needs a 'function' object");
       auto name = get_string(*f, "name");
@@ -128,7 +130,8 @@ void parse_tools(const json& body, GenRequest& r) {
     r.tool_choice_name = *name;
     bool known = false;
     for (auto& t : r.tools) known |= t["function"]["name"] == *name;
-    if (!known) bad_field("tool_choice", "tool_choice names '{}', which is not in 'tools'", *name);
+    if (!known)
+      bad_field("tool_choice", "tool_choice names {}, which is not in 'tools'", quote(*name));
   } else {
     bad_field("tool_choice", "'tool_choice' must be a string or an object");
   }
@@ -166,8 +169,8 @@ void parse_common(const json& body, GenRequest& r) {
     auto type = get_string(*rf, "type").value_or("");
     if (type != "text")
       throw ApiError(400, "invalid_request_error", "response_format",
-                     "response_format '" + type +
-                         "' is not supported: tandem has no constrained decoding yet");
+                     "response_format " + quote(type) +
+                         " is not supported: tandem has no constrained decoding yet");
   }
   if (const json* lb = find(body, "logit_bias"); lb && !(lb->is_object() && lb->empty()))
     throw ApiError(400, "invalid_request_error", "logit_bias", "logit_bias is not supported");

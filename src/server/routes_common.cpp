@@ -4,6 +4,7 @@
 #include "server/api_error.h"
 #include "server/formatter.h"
 #include "server/generation.h"
+#include "server/json_body.h"
 #include "server/routes.h"
 
 namespace tandem::server {
@@ -61,18 +62,7 @@ HttpResponse error_response(ErrorShape shape, int status, const std::string& msg
 }
 
 json parse_body(const HttpRequest& req, bool object) {
-  json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    // Parse again to get the parser's message (position and cause).
-    std::string why;
-    try {
-      json again = json::parse(req.body);  // throws: the message is what we want
-      (void)again;
-    } catch (const json::exception& e) {
-      why = e.what();
-    }
-    throw ApiError(400, "invalid_request_error", "", "the request body is not valid JSON: " + why);
-  }
+  json body = parse_json_body(req.body);
   if (object && !body.is_object())
     throw ApiError(400, "invalid_request_error", "", "the request body must be a JSON object");
   return body;

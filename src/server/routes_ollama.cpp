@@ -57,7 +57,8 @@ HttpResponse show(const ServerContext& ctx, const HttpRequest& req) {
     info["qwen3.vocab_size"] = c->vocab_size;
   }
   info["qwen3.context_length"] = ctx.gen->max_model_len();
-  json out = {{"modelfile", "# served by tandem from " + ctx.model.source},
+  // Never the checkpoint's folder: clients need not learn the server's paths.
+  json out = {{"modelfile", "# served by tandem\nFROM " + ctx.model.names[0] + "\n"},
               {"parameters", "temperature 0.6\ntop_k 20\ntop_p 0.95"},
               {"template", ctx.tok->chat_template()},
               {"details", details(ctx)},

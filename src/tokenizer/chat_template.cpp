@@ -90,7 +90,8 @@ std::vector<Message> parse_messages(const ojson& messages) {
     msg.role = r->get<std::string>();
     if (msg.role != "system" && msg.role != "user" && msg.role != "assistant" && msg.role != "tool")
       fail(ErrorKind::kInvalidArgument,
-           "messages[{}].role '{}' is not one of system, user, assistant, tool", i, msg.role);
+           "messages[{}].role '{}' is not one of system, user, assistant, tool", i,
+           msg.role.substr(0, 40));
     msg.content = content_text(m, i);
     if (msg.role == "assistant") {
       if (auto rc = m.find("reasoning_content"); rc != m.end() && !rc->is_null()) {
