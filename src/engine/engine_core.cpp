@@ -12,6 +12,7 @@
 #include "engine/fast_greedy.h"
 #include "engine/sampler.h"
 #include "engine/schedule_policy.h"
+#include "structured/constraint.h"
 
 namespace tandem::engine {
 
@@ -59,7 +60,10 @@ EngineCore::EngineCore(model::Runner& runner, const EngineOptions& opt)
              runner.kv_layout().block_size, opt.enable_prefix_caching),
       sampler_(vocab_, opt.max_num_seqs,
                opt.sample_threads > 0 ? opt.sample_threads
-                                      : std::clamp(int(std::thread::hardware_concurrency()), 1, 8)),
+                                      : std::clamp(int(std::thread::hardware_concurrency()), 1, 8),
+               opt.mask_threads >= 0
+                   ? opt.mask_threads
+                   : std::clamp(int(std::thread::hardware_concurrency()) / 2, 1, 8)),
       unseeded_(std::random_device{}()) {
   if (vocab_ < 1) fail(ErrorKind::kInvalidArgument, "runner has an empty vocabulary");
   if (opt_.max_num_batched_tokens < block_size_)
@@ -95,6 +99,14 @@ void EngineCore::validate(const Request& r) const {
   for (TokenId t : r.stop_token_ids)
     if (t < 0 || t >= vocab_)
       fail(ErrorKind::kInvalidArgument, "stop token id {} out of range [0, {})", t, vocab_);
+  if (r.constraint) {
+    if (!r.constraint->grammar || !r.constraint->vocab)
+      fail(ErrorKind::kInvalidArgument, "a constraint without its grammar or vocabulary");
+    if (r.constraint->vocab->size() > vocab_)
+      fail(ErrorKind::kInvalidArgument,
+           "the constraint's vocabulary ({}) is wider than the model's ({})",
+           r.constraint->vocab->size(), vocab_);
+  }
   engine::validate(r.sampling);
 }
 
@@ -110,6 +122,10 @@ Sequence* EngineCore::new_sequence(RequestState& rs, int sample) {
   if (sp.seed) *sp.seed += uint64_t(sample);  // n samples of one seed differ, reproducibly
   s->rng = make_sequence_rng(sp, unseeded_());
   s->greedy_only = fast_greedy_applies(sp);
+  if (const auto& c = rs.req.constraint) {
+    s->constraint.matcher = std::make_unique<structured::Matcher>(c->grammar, c->vocab);
+    s->constraint.started = c->start_after < 0;
+  }
   rs.samples[size_t(sample)] = std::move(s);
   return rs.samples[size_t(sample)].get();
 }
@@ -184,6 +200,17 @@ bool EngineCore::append_token(RequestState& rs, Sequence& s, TokenId tok, float 
   s.tokens.push_back(tok);
   ++generation_tokens_;
   const Request& r = rs.req;
+  if (structured::Matcher* m = s.constraint.matcher.get()) {
+    if (!s.constraint.started) {
+      s.constraint.started = tok == r.constraint->start_after;  // free until then
+    } else if (!m->accept_token(tok)) {
+      finish(rs, s, FinishReason::kError, "constraint: the sampled token is not allowed");
+      return true;
+    } else if (m->ended()) {
+      finish(rs, s, FinishReason::kStop);  // complete, and EOS taken (even with ignore_eos)
+      return true;
+    }
+  }
   if ((!r.ignore_eos && contains(opt_.eos_ids, tok)) || contains(r.stop_token_ids, tok)) {
     finish(rs, s, FinishReason::kStop);  // stop tokens count as generated but are not sent
     return true;
@@ -214,8 +241,15 @@ void EngineCore::fork_samples(RequestState& rs, Sequence& parent, int row) {
     c->promoted = parent.promoted;
     c->forked = true;
     c->cached_prompt_tokens = parent.cached_prompt_tokens;
+    c->constraint = parent.constraint;  // the state after the prompt
     // Its first token comes from the parent's logits: the prompt is the same.
-    SampleResult sr = sampler_.sample_sibling(row, rs.req.sampling, *c);
+    std::string error;
+    SampleResult sr = sampler_.sample_sibling(row, rs.req.sampling, *c, &error);
+    if (!error.empty()) {
+      finish(rs, *c, FinishReason::kError, error);
+      c->status = SeqStatus::kFinished;
+      continue;
+    }
     if (append_token(rs, *c, sr.token, sr.logprob, std::move(sr.top))) {
       c->status = SeqStatus::kFinished;  // done at birth: it never holds blocks
       continue;
@@ -329,7 +363,7 @@ void EngineCore::prepare_phase(const ScheduleOutput& plan) {
     const int k = logit_row_of_[i];
     if (k < 0) continue;
     RequestState& rs = *requests_.at(plan.seqs[i]->request);
-    rows_.push_back({plan.seqs[i], &rs.req.sampling, k, {}});
+    rows_.push_back({plan.seqs[i], &rs.req.sampling, k, {}, {}});
     row_req_.push_back(&rs);
   }
   sampler_.prepare(runner_, batch_, rows_);
@@ -349,6 +383,11 @@ void EngineCore::sample_phase() {
   sampler_.sample(rows_);
   for (size_t i = 0; i < rows_.size(); ++i) {
     SampleRow& r = rows_[i];
+    if (!r.error.empty()) {  // its constraint failed: that sequence alone ends
+      finish(*row_req_[i], *r.seq, FinishReason::kError, r.error);
+      finished_.push_back(r.seq);
+      continue;
+    }
     if (append_token(*row_req_[i], *r.seq, r.result.token, r.result.logprob,
                      std::move(r.result.top)))
       finished_.push_back(r.seq);

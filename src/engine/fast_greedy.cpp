@@ -42,4 +42,20 @@ TokenId fast_argmax(std::span<const float> row) {
   return TokenId(best);
 }
 
+TokenId masked_argmax(std::span<const float> row, const uint32_t* allowed) {
+  TokenId best = -1;
+  float mx = 0.0f;
+  const size_t n = row.size();
+  for (size_t w = 0; w * 32 < n; ++w) {
+    for (uint32_t bits = allowed[w]; bits != 0; bits &= bits - 1) {
+      const size_t i = w * 32 + size_t(__builtin_ctz(bits));
+      if (i >= n) break;
+      const float x = row[i];
+      if (!std::isfinite(x)) return -1;
+      if (best < 0 || x > mx) mx = x, best = TokenId(i);
+    }
+  }
+  return best;
+}
+
 }  // namespace tandem::engine

@@ -19,6 +19,9 @@ struct EngineOptions {
   int bulk_aging_steps = 256;  // a waiting bulk request ranks as interactive after this
   double kv_watermark = 0.01;  // fraction of KV blocks kept free when admitting prompts
   int sample_threads = 0;      // threads sampling the rows of a step; 0 = min(8, cores)
+  // Threads computing token masks of constrained rows beside the forward pass; -1 =
+  // min(8, cores / 2), 0 = on the engine thread after the forward pass.
+  int mask_threads = -1;
   // Steps that decode carry prefill chunks only up to this many tokens in all, as long as
   // every waiting prompt still gets its first token within ttft_target_ms (docs/ENGINE.md,
   // "Holding prefill to a step size"). 0 = off: prefill fills max_num_batched_tokens;

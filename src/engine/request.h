@@ -15,6 +15,10 @@
 #include "core/sampling_knobs.h"
 #include "model/runner.h"
 
+namespace tandem::structured {
+struct TokenConstraint;
+}
+
 namespace tandem::engine {
 
 using model::TokenId;
@@ -36,6 +40,9 @@ struct Request {
   bool ignore_eos = false;
   int n = 1;  // samples sharing the prompt's KV blocks
   Priority priority = Priority::kAuto;
+  // Structured output: each sample's tokens are masked to what the constraint allows
+  // (src/structured); it ends (kStop) once the constraint is complete and EOS is taken.
+  std::shared_ptr<const structured::TokenConstraint> constraint;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

@@ -190,14 +190,28 @@ void validate(const SamplingParams& p) {
   if (p.top_logprobs < -1) bad("top_logprobs", p.top_logprobs, ">= -1");
 }
 
+void apply_mask(std::span<float> logits, const uint32_t* allowed) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const size_t n = logits.size();
+  for (size_t w = 0; w * 32 < n; ++w) {
+    const uint32_t bits = allowed[w];
+    if (bits == 0xFFFFFFFFu) continue;
+    const size_t end = std::min(n, w * 32 + 32);
+    for (size_t i = w * 32; i < end; ++i)
+      if (!((bits >> (i & 31)) & 1)) logits[i] = ninf;
+  }
+}
+
 SampleResult sample(std::span<float> logits, const SamplingParams& p,
-                    std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng) {
-  return sample_with_draw(logits, p, prompt, output, [&rng] { return rng.uniform(); });
+                    std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng,
+                    const uint32_t* allowed) {
+  return sample_with_draw(
+      logits, p, prompt, output, [&rng] { return rng.uniform(); }, allowed);
 }
 
 SampleResult sample_with_draw(std::span<float> logits, const SamplingParams& p,
                               std::span<const TokenId> prompt, std::span<const TokenId> output,
-                              const std::function<double()>& uniform) {
+                              const std::function<double()>& uniform, const uint32_t* allowed) {
   if (logits.empty()) fail(ErrorKind::kInvalidArgument, "sampler: empty logits row");
   validate(p);
   SampleResult r;
@@ -205,6 +219,7 @@ SampleResult sample_with_draw(std::span<float> logits, const SamplingParams& p,
   if (p.top_logprobs > 0)
     for (auto& e : top_entries(logits, size_t(p.top_logprobs)))
       r.top.push_back({e.id, e.logit - lse});
+  if (allowed) apply_mask(logits, allowed);
   std::vector<Cand> saved = apply_penalties(logits, p, prompt, output);
 
   const bool greedy = p.temperature < 1e-5f || p.top_k == 1;

@@ -35,15 +35,23 @@ void validate(const SamplingParams& p);
 // logits: one row [vocab], modified in place. prompt/output: the sequence's tokens so far.
 // rng: the sequence's generator (seeded from SamplingParams::seed by the caller); it is
 // advanced by exactly one draw when sampling is random and not at all when greedy.
+// allowed: a token mask (bit t of word t / 32; null: every token), applied after the raw
+// log-probabilities are taken and before step 1, so every setting samples among the
+// allowed tokens only.
 SampleResult sample(std::span<float> logits, const SamplingParams& p,
-                    std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng);
+                    std::span<const TokenId> prompt, std::span<const TokenId> output, Rng& rng,
+                    const uint32_t* allowed = nullptr);
 
 // sample() with the draw from `uniform` (called once, and only when sampling is random,
 // right before the draw): lets a caller supply the value the sequence's RNG produced, for
 // example to check another sampler (the GPU one) on the same draws.
 SampleResult sample_with_draw(std::span<float> logits, const SamplingParams& p,
                               std::span<const TokenId> prompt, std::span<const TokenId> output,
-                              const std::function<double()>& uniform);
+                              const std::function<double()>& uniform,
+                              const uint32_t* allowed = nullptr);
+
+// Sets every entry of `logits` that `allowed` does not allow to -inf.
+void apply_mask(std::span<float> logits, const uint32_t* allowed);
 
 // The generator a sequence uses: seeded from `seed` when given, else from `fallback` (for
 // example a request counter), so an unseeded request still gets its own stream.

@@ -3,6 +3,7 @@
 // K/V in the paged cache, and the blocks holding them. A request with n samples becomes n
 // sequences (the first prefills the prompt, the others fork from it). See docs/ENGINE.md.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -10,11 +11,29 @@
 #include "core/rng.h"
 #include "engine/request.h"
 #include "model/runner.h"
+#include "structured/matcher.h"
 
 namespace tandem::engine {
 
 using model::BlockId;
 using SeqId = uint64_t;
+
+// Structured output: the constraint's state (null matcher: unconstrained), and whether it
+// has started (it waits for TokenConstraint::start_after when the model thinks first). A
+// copy of a sequence gets its own copy of the state.
+struct ConstraintState {
+  std::unique_ptr<structured::Matcher> matcher;
+  bool started = false;
+  ConstraintState() = default;
+  ConstraintState(const ConstraintState& o) { *this = o; }
+  ConstraintState& operator=(const ConstraintState& o) {
+    matcher = o.matcher ? std::make_unique<structured::Matcher>(*o.matcher) : nullptr;
+    started = o.started;
+    return *this;
+  }
+  ConstraintState(ConstraintState&&) = default;
+  ConstraintState& operator=(ConstraintState&&) = default;
+};
 
 // Scheduling class. Lower runs first; a bulk sequence that has waited long enough is
 // promoted and then ranks as interactive for the rest of its life.
@@ -50,6 +69,8 @@ struct Sequence {
   int scheduled_tokens = 0;       // new tokens in the current step (0 = not scheduled)
 
   Rng rng{0};
+  ConstraintState constraint;
+  bool constrained() const { return constraint.matcher && constraint.started; }
 
   int num_tokens() const { return int(tokens.size()); }
   int num_output() const { return num_tokens() - num_prompt; }

@@ -14,13 +14,17 @@
 // A row that asks for logprobs, or whose prompt is about to fork (its siblings sample from
 // the same row), takes the step to the host path.
 //
-// Per-row logit processing that a runner cannot do (token masks for constrained decoding)
-// belongs here: prepare() sends a step with such a row to the host path, and the host path
-// edits each row's logits before the sampler reads them (sample(), sample_sibling()).
+// Token masks (constrained rows, Sequence::constrained()): prepare() starts computing them
+// on MaskJobs threads, so they are made while the forward pass runs. The host path applies
+// each row's mask in the sampler; the runner paths pass them to a runner that takes token
+// masks (Runner::set_token_masks), and a step with a constrained row goes to the host path
+// on a runner that does not. A row whose mask fails gets `error` and no token.
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "engine/mask_jobs.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/sequence.h"
@@ -34,15 +38,17 @@ enum class SamplePath { kHost, kRunnerArgmax, kRunnerSample };
 struct SampleRow {
   Sequence* seq = nullptr;
   const SamplingParams* params = nullptr;
-  int row = 0;          // index into ForwardBatch::logit_rows
-  SampleResult result;  // sample() writes it
+  int row = 0;             // index into ForwardBatch::logit_rows
+  SampleResult result;     // sample() writes it
+  std::string error = {};  // set instead when the row's constraint failed
 };
 
 class StepSampler {
  public:
   // `max_rows`: the most logits rows a step can have (the engine's max_num_seqs), which
   // bounds the logits buffer's growth. `threads`: as WorkerPool (<= 1: the caller alone).
-  StepSampler(int vocab, int max_rows, int threads);
+  // `mask_threads`: MaskJobs threads (0: masks computed when they are waited for).
+  StepSampler(int vocab, int max_rows, int threads, int mask_threads = 0);
 
   // Prepare phase. Chooses the path for this step's rows (in batch order) and readies what
   // it needs: the logits buffer (host), or each row's settings, draw and penalty window
@@ -54,18 +60,25 @@ class StepSampler {
   // Sample phase: every row's token (and its logprobs where asked) into rows[i].result.
   void sample(std::span<SampleRow> rows);
   // Host path only: the first token of a forked sibling, sampled from a copy of the
-  // parent's row (call before sample(), which edits the rows in place).
-  SampleResult sample_sibling(int row, const SamplingParams& p, Sequence& sibling);
+  // parent's row (call before sample(), which edits the rows in place). `*error` is set
+  // (and no token sampled) when the row's constraint failed.
+  SampleResult sample_sibling(int row, const SamplingParams& p, Sequence& sibling,
+                              std::string* error = nullptr);
 
   SamplePath path() const { return path_; }
+  int masked_rows() const { return int(masked_.size()); }
 
  private:
   std::span<float> logits_row(int row);
   void prepare_runner_sampling(std::span<const SampleRow> rows, size_t num_rows);
+  void start_masks(std::span<const SampleRow> rows);
+  void forward_on_runner(model::Runner& runner, const model::ForwardBatch& batch);
+  const uint32_t* mask_of(int row) const;  // null: unmasked
 
   int vocab_, max_rows_;
   SamplePath path_ = SamplePath::kHost;
-  size_t rows_ = 0;                  // logits rows of this step
+  size_t rows_ = 0;  // logits rows of this step
+  size_t batch_rows_ = 0;
   std::unique_ptr<float[]> logits_;  // [rows, vocab]; grown geometrically, never zero-filled
   size_t logits_cap_ = 0;
   std::vector<float> row_copy_;
@@ -73,6 +86,14 @@ class StepSampler {
   std::vector<model::RowSampling> row_sampling_;  // [rows] for forward_sample
   std::vector<TokenId> penalty_tokens_;           // their penalty windows
   WorkerPool pool_;
+  // Masks of this step: masked_[j] is the logits row of mask j; masks_ [masked, words].
+  int mask_words_;
+  std::vector<int> masked_;
+  std::vector<Sequence*> masked_seq_;
+  std::vector<uint32_t> masks_;
+  std::vector<std::string> mask_error_;  // per mask
+  model::TokenMasks runner_masks_;       // mask_of_row: [logits rows]
+  MaskJobs jobs_;
 };
 
 }  // namespace tandem::engine

@@ -390,6 +390,7 @@ void CudaRunner::copy_logits(std::span<float> out, size_t rows) {
 }
 
 void CudaRunner::greedy_rows(int first, int rows) {
+  apply_masks(lf_.as<float>(), first, rows);
   if (sample_dev_) {
     cuda::sample_rows(lf_.as<float>(), rows, cfg_.vocab_size, sample_dev_ + first, penalty_dev_,
                       greedy_dev_.as<int32_t>() + first, stream_);
@@ -579,9 +580,16 @@ void CudaRunner::forward_greedy(const ForwardBatch& b, std::span<TokenId> tokens
   if (b.num_tokens() > opt_.max_num_tokens) {
     std::vector<float> l(R * V);
     forward(b, l);
-    for (size_t r = 0; r < R; ++r)
+    const uint32_t* m = masks_ ? masks_->wait() : nullptr;
+    for (size_t r = 0; r < R; ++r) {
+      const int32_t j = m ? masks_->mask_of_row[r] : -1;
+      if (j >= 0)  // the first largest among the allowed tokens
+        for (size_t t = 0; t < V; ++t)
+          if (!((m[size_t(j) * size_t(masks_->words) + t / 32] >> (t % 32)) & 1u))
+            l[r * V + t] = -INFINITY;
       tokens[r] = TokenId(std::max_element(l.begin() + r * V, l.begin() + (r + 1) * V) -
                           (l.begin() + r * V));
+    }
     return;
   }
   validate(b, R * V);

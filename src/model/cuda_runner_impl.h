@@ -109,6 +109,11 @@ class CudaRunner final : public Runner {
   bool supports_sampling() const override { return true; }
   void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                       std::span<const TokenId> penalty_tokens, std::span<TokenId> tokens) override;
+  bool supports_token_masks() const override { return true; }
+  void set_token_masks(const TokenMasks* masks) override {
+    masks_ = masks;
+    masks_on_device_ = false;
+  }
 
   CudaRunnerStats stats() const;
   const CudaWeights& weights() const { return w_; }
@@ -133,6 +138,9 @@ class CudaRunner final : public Runner {
   void greedy_rows(int first, int rows);
   // forward_sample: per-row parameters and penalty entries to the device.
   void upload_sampling(std::span<const RowSampling> rows, std::span<const TokenId> penalty_tokens);
+  // Token masks (set_token_masks) of logit rows [first, first + rows) applied to `logits`;
+  // the first call of a step waits for the host's masks and uploads them.
+  void apply_masks(float* logits, int first, int rows);
 
   ModelConfig cfg_;
   CudaRunnerOptions opt_;
@@ -188,6 +196,9 @@ class CudaRunner final : public Runner {
   const cuda::SampleRow* sample_dev_ = nullptr;
   const cuda::PenaltyEntry* penalty_dev_ = nullptr;
   DevMem sample_params_, sample_penalties_;
+  const TokenMasks* masks_ = nullptr;  // set_token_masks: for the next greedy/sampled step
+  bool masks_on_device_ = false;
+  DevMem masks_dev_;  // [logit rows] mask_of_row, then the masks
   std::vector<cuda::SampleRow> sample_host_;
   std::vector<cuda::PenaltyEntry> penalty_host_;
   std::vector<uint64_t> stamp_of_;  // [vocab] dedup of penalty windows (upload_sampling)

@@ -5,6 +5,7 @@
 
 #ifdef TANDEM_HAVE_CUDA
 #include "backend/cuda/check.cuh"
+#include "backend/cuda/token_mask.cuh"
 #include "model/cuda_runner_impl.h"
 
 namespace tandem::model::detail {
@@ -58,6 +59,29 @@ void CudaRunner::upload_sampling(std::span<const RowSampling> rows,
                                       cudaMemcpyHostToDevice, stream_));
 }
 
+void CudaRunner::apply_masks(float* logits, int first, int rows) {
+  if (!masks_) return;
+  const std::vector<int32_t>& of_row = masks_->mask_of_row;
+  const size_t head = (of_row.size() * sizeof(int32_t) + 255) / 256 * 256;
+  if (!masks_on_device_) {
+    const uint32_t* m = masks_->wait();
+    int32_t count = 0;
+    for (int32_t j : of_row) count = std::max(count, j + 1);
+    const size_t body = size_t(count) * size_t(masks_->words) * sizeof(uint32_t);
+    if (masks_dev_.size() < head + body) masks_dev_.alloc((head + body) * 2, "token masks");
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(masks_dev_.as<char>(), of_row.data(),
+                                      of_row.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                                      stream_));
+    if (body)
+      TANDEM_CUDA_CHECK(
+          cudaMemcpyAsync(masks_dev_.as<char>() + head, m, body, cudaMemcpyHostToDevice, stream_));
+    masks_on_device_ = true;
+  }
+  cuda::apply_token_masks(logits, rows, cfg_.vocab_size,
+                          reinterpret_cast<const uint32_t*>(masks_dev_.as<char>() + head),
+                          masks_->words, masks_dev_.as<int32_t>() + first, stream_);
+}
+
 void CudaRunner::forward_sample(const ForwardBatch& b, std::span<const RowSampling> rows,
                                 std::span<const TokenId> penalty_tokens,
                                 std::span<TokenId> tokens) {
@@ -82,6 +106,7 @@ void CudaRunner::forward_sample(const ForwardBatch& b, std::span<const RowSampli
         const int n = int(std::min<size_t>(kLogitChunk, R - r0));
         TANDEM_CUDA_CHECK(cudaMemcpyAsync(lf_.as<float>(), l.data() + r0 * V, n * V * sizeof(float),
                                           cudaMemcpyHostToDevice, stream_));
+        apply_masks(lf_.as<float>(), int(r0), n);
         cuda::sample_rows(lf_.as<float>(), n, int(V), sample_params_.as<cuda::SampleRow>() + r0,
                           sample_penalties_.as<cuda::PenaltyEntry>(),
                           greedy_dev_.as<int32_t>() + r0, stream_);

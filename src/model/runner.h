@@ -10,6 +10,7 @@
 //   [num_blocks, block_size, num_kv_heads, head_dim]
 // Slot s = block_id * block_size + offset addresses one token's K (or V) vector per head.
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -94,6 +95,17 @@ struct RowSampling : SamplingKnobs {
   int32_t penalty_offset = 0, penalty_count = 0, penalty_output = 0;
 };
 
+// Token masks for the runner's own sampling (forward_greedy, forward_sample): logit row r
+// may pick token t only when bit t % 32 of word t / 32 of mask mask_of_row[r] is set
+// (mask_of_row[r] < 0: no mask). The host computes the masks while the device runs the
+// step: wait() returns them ([masks, words] words, ready once it returns) and is called at
+// most once, right before the sampler needs them.
+struct TokenMasks {
+  int words = 0;
+  std::vector<int32_t> mask_of_row;
+  std::function<const uint32_t*()> wait;
+};
+
 class Runner {
  public:
   virtual ~Runner() = default;
@@ -124,6 +136,9 @@ class Runner {
   // `batch.logit_rows[i]` (greedy rows allowed); `tokens` receives one id per row. Log-
   // probabilities are not computed. The engine calls it only when supports_sampling().
   virtual bool supports_sampling() const { return false; }
+  // Optional: masks applied by forward_greedy / forward_sample until cleared (null).
+  virtual bool supports_token_masks() const { return false; }
+  virtual void set_token_masks(const TokenMasks* masks) { (void)masks; }
   virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                               std::span<const TokenId> penalty_tokens, std::span<TokenId> tokens) {
     (void)batch;

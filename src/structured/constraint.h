@@ -43,6 +43,15 @@ struct ConstraintSpec {
 // Throws Error(kInvalidArgument or kUnsupported) for a spec it cannot honour exactly.
 std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec);
 
+// What a request hands the engine: the compiled constraint, the vocabulary of the model
+// serving it, and optionally a token before which the output is free (`</think>` when the
+// model thinks first: the constraint starts after it).
+struct TokenConstraint {
+  std::shared_ptr<const CompiledGrammar> grammar;
+  std::shared_ptr<const Vocabulary> vocab;
+  int32_t start_after = -1;  // a token id, or -1: constrained from the first token
+};
+
 class ConstraintCache {
  public:
   explicit ConstraintCache(size_t capacity = 512) : capacity_(capacity) {}
