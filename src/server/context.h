@@ -13,7 +13,13 @@
 #include "server/thinking.h"
 #include "tokenizer/tokenizer.h"
 
+namespace tandem::store {
+class ConversationStore;
+}
+
 namespace tandem::server {
+
+class AnswerHub;
 
 // The engine as the server uses it; tests substitute a scripted one.
 class Generator {
@@ -54,6 +60,9 @@ struct ServerContext {
   ModelInfo model;
   ServerOptions opt;
   std::vector<engine::TokenId> eos_ids;  // generation ends on these (besides stop ids)
+  // The web page's conversations and its answers (null: the routes answer 503).
+  store::ConversationStore* conversations = nullptr;
+  AnswerHub* answers = nullptr;
 
   // True when `name` is a served name, also in Ollama's "name:latest" form.
   bool serves(const std::string& name) const;

@@ -1,5 +1,6 @@
 #include "server/http_message.h"
 
+#include "server/byte_stream.h"
 #include "server/formatter.h"
 #include "server/generation.h"
 

@@ -14,6 +14,7 @@ namespace tandem::server {
 
 class Generation;
 class Formatter;
+class ByteStream;
 
 // Header fields in arrival order. Names are stored lower-cased; lookups are by lower-case
 // name.
@@ -63,6 +64,8 @@ struct HttpResponse {
   // it in handle(), the transport adds what it sent and hands it to Router::complete().
   RequestRecord record;
   std::chrono::steady_clock::time_point received{};  // the request's arrival
+  // Set for other streamed responses (byte_stream.h): written as chunks as it has bytes.
+  std::unique_ptr<ByteStream> source;
 
   HttpResponse();
   HttpResponse(HttpResponse&&) noexcept;

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/version.h"
+#include "server/byte_stream.h"
 #include "server/peer_watch.h"
 
 namespace tandem::server {
@@ -145,7 +146,9 @@ struct HttpServer::Impl {
       };
       HttpResponse res = router.handle(hr, notify);
       bool ok;
-      if (!res.gen) {
+      if (res.source) {
+        ok = co_await drive_source(stream_ptr, res, sig, keep);
+      } else if (!res.gen) {
         ok = co_await write_simple(stream, res, keep, head);
         router.complete(res, nullptr);
       } else {
@@ -289,6 +292,51 @@ struct HttpServer::Impl {
       g.cancel();
       co_return false;
     }
+    boost::system::error_code wec;
+    co_await net::async_write(stream, http::make_chunk_last(),
+                              net::redirect_error(use_awaitable, wec));
+    co_return !wec;
+  }
+  // A ByteStream response: chunks as the source has bytes; a client that goes away closes it.
+  awaitable<bool> drive_source(std::shared_ptr<beast::tcp_stream> stream_ptr, HttpResponse& r,
+                               std::shared_ptr<Signal> sig, bool keep) {
+    beast::tcp_stream& stream = *stream_ptr;
+    Signal& s = *sig;
+    ByteStream& src = *r.source;
+    s.pending = true;
+    s.watching = true;
+    watch_disconnect(stream_ptr, sig);
+    http::response<http::empty_body> head{http::status(r.status), 11};
+    head.set(http::field::server, "tandem/" TANDEM_VERSION);
+    head.set(http::field::content_type, r.content_type);
+    head.set(http::field::cache_control, "no-cache");
+    for (auto& [name, value] : r.headers.items) head.insert(name, value);
+    head.keep_alive(keep);
+    head.chunked(true);
+    http::response_serializer<http::empty_body> sr{head};
+    boost::system::error_code ec;
+    stream.expires_after(std::chrono::seconds(60));
+    co_await http::async_write_header(stream, sr, net::redirect_error(use_awaitable, ec));
+    std::string out;
+    bool done = false;
+    while (!ec) {
+      if (!out.empty()) {
+        stream.expires_after(std::chrono::seconds(60));
+        co_await net::async_write(stream, http::make_chunk(net::buffer(out)),
+                                  net::redirect_error(use_awaitable, ec));
+        out.clear();
+        if (ec) break;
+      }
+      if (done) break;
+      co_await wait(s);
+      if (s.client_gone) break;
+      s.pending = false;
+      done = src.poll(out);
+    }
+    s.watching = false;
+    stream.socket().cancel(ec);
+    src.close();
+    if (!done || s.client_gone) co_return false;
     boost::system::error_code wec;
     co_await net::async_write(stream, http::make_chunk_last(),
                               net::redirect_error(use_awaitable, wec));

@@ -56,6 +56,8 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   add_system_routes(table_, ctx_);
   add_openai_routes(table_, ctx_);
   add_ollama_routes(table_, ctx_);
+  add_ui_routes(table_, ctx_);
+  add_conversation_routes(table_, ctx_);
 }
 
 ErrorShape Router::shape_of_path(std::string_view path) {

@@ -10,9 +10,16 @@
 
 namespace tandem::server {
 
-void add_system_routes(RouteTable& t, ServerContext& ctx);  // /, /health, /api/version
-void add_openai_routes(RouteTable& t, ServerContext& ctx);  // /v1/chat, completions, models
-void add_ollama_routes(RouteTable& t, ServerContext& ctx);  // /api/chat, generate, tags, ...
+void add_system_routes(RouteTable& t, ServerContext& ctx);        // /, /health, /api/version
+void add_openai_routes(RouteTable& t, ServerContext& ctx);        // /v1/chat, completions, models
+void add_ollama_routes(RouteTable& t, ServerContext& ctx);        // /api/chat, generate, tags, ...
+void add_ui_routes(RouteTable& t, ServerContext& ctx);            // /ui/: the web page's files
+void add_conversation_routes(RouteTable& t, ServerContext& ctx);  // /ui/api/: chats, answers
+
+// True when the client prefers HTML to plain text (a browser): GET / then serves the page.
+bool prefers_html(const HttpRequest& req);
+// The page itself (index.html), as /ui/ serves it.
+HttpResponse ui_index_response(const HttpRequest& req);
 
 // Shared by the route files.
 HttpResponse json_response(int status, const json& j);

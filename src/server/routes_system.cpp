@@ -5,11 +5,13 @@
 namespace tandem::server {
 
 void add_system_routes(RouteTable& t, ServerContext& ctx) {
-  // Ollama clients probe the root for this text.
-  t.add({"GET", "/", ErrorShape::kOllama, Access::kOpen, [](const RouteCall&) {
+  // Ollama clients probe the root for this text; browsers get the web page.
+  t.add({"GET", "/", ErrorShape::kOllama, Access::kOpen, [](const RouteCall& c) {
+           if (prefers_html(c.req)) return ui_index_response(c.req);
            HttpResponse r;
            r.content_type = "text/plain; charset=utf-8";
            r.body = "Ollama is running";
+           r.headers.set("vary", "Accept");
            return r;
          }});
   // 503 once the engine's last kFailingSteps steps all threw (a device that stays broken), so

@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 "$T" testmodel --preset tiny --seed 3 --out "$tmp/tiny" >/dev/null || { echo "testmodel failed"; exit 1; }
 "$T" serve --model "$tmp/tiny" --served-model-name tiny --port 0 --backend cpu "${flags[@]}" \
-  >"$tmp/out.log" 2>"$tmp/err.log" &
+  --data-dir "$tmp/data" >"$tmp/out.log" 2>"$tmp/err.log" &
 pid=$!
 port=""
 for _ in $(seq 300); do
