@@ -184,10 +184,42 @@ function fileEntry(abs, rel, first) {
     etag: createHash('sha256').update(body).digest('hex').slice(0, 20), immutable: rel !== 'index.html' };
 }
 
+// Parallel builds may start this twice at once: one runs, the other waits, then finds the
+// work done.
+async function withLock(fn) {
+  const lock = `${outDir}.lock`;
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  const deadline = Date.now() + 120000;
+  for (;;) {
+    try {
+      fs.mkdirSync(lock);
+      break;
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      // A lock left by a build that was killed is stale after two minutes.
+      if (Date.now() - fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs > 120000) fs.rmSync(lock, { recursive: true, force: true });
+      if (Date.now() > deadline) throw new Error(`${lock} is held by another build`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  try {
+    return await fn();
+  } finally {
+    fs.rmSync(lock, { recursive: true, force: true });
+  }
+}
+
 async function main() {
   const hash = inputsHash();
   const stampFile = path.join(outDir, '.inputs.sha256');
-  if (cppFile && fs.existsSync(cppFile) && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === hash) return;
+  const current = () => cppFile && fs.existsSync(cppFile) && fs.existsSync(stampFile) && fs.readFileSync(stampFile, 'utf8') === hash;
+  if (current()) return;
+  await withLock(async () => {
+    if (!current()) await buildAll(hash, stampFile);
+  });
+}
+
+async function buildAll(hash, stampFile) {
   let entries;
   let built = true;
   if (!fs.existsSync(path.join(here, 'node_modules', 'esbuild'))) {

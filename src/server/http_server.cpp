@@ -148,6 +148,7 @@ struct HttpServer::Impl {
       bool ok;
       if (res.source) {
         ok = co_await drive_source(stream_ptr, res, sig, keep);
+        router.complete(res, sig->client_gone ? "cancelled" : nullptr);
       } else if (!res.gen) {
         ok = co_await write_simple(stream, res, keep, head);
         router.complete(res, nullptr);
@@ -303,6 +304,7 @@ struct HttpServer::Impl {
     beast::tcp_stream& stream = *stream_ptr;
     Signal& s = *sig;
     ByteStream& src = *r.source;
+    r.record.status = r.status;
     s.pending = true;
     s.watching = true;
     watch_disconnect(stream_ptr, sig);

@@ -159,34 +159,42 @@ std::optional<ConversationRecord> ConversationStore::get(const std::string& owne
 ConversationPage ConversationStore::list(const std::string& owner, int limit,
                                          const std::string& cursor) {
   if (limit < 1 || limit > 200) fail(ErrorKind::kInvalidArgument, "limit must be 1 to 200");
-  int64_t cur_ms = 0;
-  std::string cur_id;
+  // The cursor is the last item's "updated_ms:seq": seq (insertion order) breaks ties
+  // between conversations changed in the same millisecond.
+  int64_t cur_ms = 0, cur_seq = 0;
   if (!cursor.empty()) {
     size_t colon = cursor.find(':');
-    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < cursor.size();
-    for (size_t i = 0; ok && i < colon; ++i) ok = cursor[i] >= '0' && cursor[i] <= '9';
-    if (!ok || colon > 18) fail(ErrorKind::kInvalidArgument, "malformed cursor '{}'", cursor);
+    bool ok = colon != std::string::npos && colon > 0 && colon + 1 < cursor.size() && colon <= 18 &&
+              cursor.size() - colon - 1 <= 18;
+    for (size_t i = 0; ok && i < cursor.size(); ++i)
+      ok = i == colon || (cursor[i] >= '0' && cursor[i] <= '9');
+    if (!ok) fail(ErrorKind::kInvalidArgument, "malformed cursor '{}'", cursor);
     cur_ms = std::stoll(cursor.substr(0, colon));
-    cur_id = cursor.substr(colon + 1);
+    cur_seq = std::stoll(cursor.substr(colon + 1));
   }
   std::lock_guard lock(mu_);
-  std::string q = std::string("SELECT ") + kConvColumns + " FROM conversations c WHERE c.owner = ?";
-  if (!cursor.empty()) q += " AND (c.updated_ms < ? OR (c.updated_ms = ? AND c.id < ?))";
-  q += " ORDER BY c.updated_ms DESC, c.id DESC LIMIT ?";
+  std::string q =
+      std::string("SELECT ") + kConvColumns + ", c.seq FROM conversations c WHERE c.owner = ?";
+  if (!cursor.empty()) q += " AND (c.updated_ms < ? OR (c.updated_ms = ? AND c.seq < ?))";
+  q += " ORDER BY c.updated_ms DESC, c.seq DESC LIMIT ?";
   sql::Stmt s(*db_, q);
   s.bind(1, owner);
   int next = 2;
   if (!cursor.empty()) {
-    s.bind(2, cur_ms).bind(3, cur_ms).bind(4, cur_id);
+    s.bind(2, cur_ms).bind(3, cur_ms).bind(4, cur_seq);
     next = 5;
   }
   s.bind(next, int64_t(limit) + 1);
   ConversationPage page;
-  while (s.step()) page.items.push_back(read_conversation(s));
+  std::vector<int64_t> seqs;
+  while (s.step()) {
+    page.items.push_back(read_conversation(s));
+    seqs.push_back(s.int64(7));
+  }
   if (int(page.items.size()) > limit) {
     page.items.resize(size_t(limit));
-    auto& last = page.items.back();
-    page.next_cursor = std::to_string(last.updated_ms) + ":" + last.id;
+    page.next_cursor = std::to_string(page.items.back().updated_ms) + ":" +
+                       std::to_string(seqs[size_t(limit) - 1]);
   }
   return page;
 }

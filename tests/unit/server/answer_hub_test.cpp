@@ -111,7 +111,9 @@ TEST(AnswerHub, ReattachingFromAnyEventLosesAndRepeatsNothing) {
     uint64_t last = 0;
     std::string tail = content_of(second, &last);
     EXPECT_EQ(head + tail, kText) << "cut at " << cut;
-    if (cut < n) EXPECT_EQ(parse_sse(second)[0].id, std::to_string(cut + 1));
+    if (cut < n) {
+      EXPECT_EQ(parse_sse(second)[0].id, std::to_string(cut + 1));
+    }
   }
 }
 

@@ -78,7 +78,9 @@ TEST(UiRoutes, EveryAssetIsServedHashedImmutableAndRevalidated) {
     EXPECT_EQ(again.status, 304);
     EXPECT_TRUE(again.body.empty());
   }
-  if (web_page_built()) EXPECT_GT(n, 3);
+  if (web_page_built()) {
+    EXPECT_GT(n, 3);
+  }
   EXPECT_EQ(p.get("/ui/assets/nope.js").status, 404);
   EXPECT_EQ(p.get("/ui/assets/../index.html").status, 404);
 }

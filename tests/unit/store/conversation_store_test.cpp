@@ -130,6 +130,7 @@ TEST(ConversationStore, PagesCoverEveryConversationOnceNewestFirst) {
   EXPECT_EQ(pages, 5);
   EXPECT_THROW(s.list("", 5, "garbage"), Error);
   EXPECT_THROW(s.list("", 5, ":x"), Error);
+  EXPECT_THROW(s.list("", 5, "1:x"), Error);
   EXPECT_THROW(s.list("", 0), Error);
   EXPECT_THROW(s.list("", 201), Error);
 }
