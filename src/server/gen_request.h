@@ -14,13 +14,22 @@ namespace tandem::server {
 
 using json = nlohmann::ordered_json;
 
-enum class Api { kOpenAIChat, kOpenAICompletion, kOllamaChat, kOllamaGenerate };
+// kResponses: OpenAI's Responses API; kAnthropic: Anthropic's Messages API (both chat).
+enum class Api {
+  kOpenAIChat,
+  kOpenAICompletion,
+  kOllamaChat,
+  kOllamaGenerate,
+  kResponses,
+  kAnthropic
+};
 
 inline bool is_openai(Api a) {
-  return a == Api::kOpenAIChat || a == Api::kOpenAICompletion;
+  return a == Api::kOpenAIChat || a == Api::kOpenAICompletion || a == Api::kResponses;
 }
 inline bool is_chat(Api a) {
-  return a == Api::kOpenAIChat || a == Api::kOllamaChat;
+  return a == Api::kOpenAIChat || a == Api::kOllamaChat || a == Api::kResponses ||
+         a == Api::kAnthropic;
 }
 
 struct Message {

@@ -155,6 +155,7 @@ void Generation::on_token(Sample& s, const engine::Event& e, ChoiceDelta& d) {
     ctx_.gen->cancel(s.h->id());
     return;
   }
+  if (thinking_now) ++totals_.reasoning_tokens;
   if (prep_.thinking_budget >= 0 && thinking_now && !s.reason.closed() && !s.budget_forced &&
       ++s.think_tokens >= prep_.thinking_budget) {
     // Budget spent: stop this request, then continue from the same tokens plus </think>.

@@ -49,6 +49,7 @@ struct Totals {
   int prompt_tokens = 0;  // of one prompt (the first), as OpenAI counts for n > 1
   int completion_tokens = 0;
   int cached_tokens = 0;
+  int reasoning_tokens = 0;  // of the completion tokens, those inside a think block
   int64_t total_ns = 0, prompt_eval_ns = 0, eval_ns = 0;
   double engine_queue_ms = -1;  // the first choice's wait in the engine (-1: not reported)
 };

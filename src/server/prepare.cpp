@@ -27,7 +27,9 @@ Prepared prepare(const GenRequest& r, const ServerContext& ctx) {
   Prepared p;
   const auto& tok = *ctx.tok;
   const bool chat = is_chat(r.api) || (r.api == Api::kOllamaGenerate && !r.raw);
-  const char* prompt_field = is_chat(r.api) ? "messages" : "prompt";
+  const char* prompt_field = r.api == Api::kResponses ? "input"
+                             : is_chat(r.api)         ? "messages"
+                                                      : "prompt";
 
   if (chat) {
     std::vector<Message> msgs;
@@ -90,9 +92,11 @@ Prepared prepare(const GenRequest& r, const ServerContext& ctx) {
                    "context_length_exceeded");
   int room = context - int(longest);
   if (r.max_tokens) {
-    if (*r.max_tokens > room && is_openai(r.api))
+    if (*r.max_tokens > room && (is_openai(r.api) || r.api == Api::kAnthropic))
       throw ApiError(400, "invalid_request_error",
-                     r.api == Api::kOpenAIChat ? "max_completion_tokens" : "max_tokens",
+                     r.api == Api::kOpenAIChat  ? "max_completion_tokens"
+                     : r.api == Api::kResponses ? "max_output_tokens"
+                                                : "max_tokens",
                      fmt::format("this model's context is {} tokens; the prompt has {} and {} "
                                  "more were requested",
                                  context, longest, *r.max_tokens),

@@ -58,6 +58,7 @@ Router::Router(ServerContext& ctx) : ctx_(ctx) {
   add_ollama_routes(table_, ctx_);
   add_ui_routes(table_, ctx_);
   add_conversation_routes(table_, ctx_);
+  add_responses_routes(table_, ctx_);
 }
 
 ErrorShape Router::shape_of_path(std::string_view path) {

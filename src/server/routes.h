@@ -15,6 +15,7 @@ void add_openai_routes(RouteTable& t, ServerContext& ctx);        // /v1/chat, c
 void add_ollama_routes(RouteTable& t, ServerContext& ctx);        // /api/chat, generate, tags, ...
 void add_ui_routes(RouteTable& t, ServerContext& ctx);            // /ui/: the web page's files
 void add_conversation_routes(RouteTable& t, ServerContext& ctx);  // /ui/api/: chats, answers
+void add_responses_routes(RouteTable& t, ServerContext& ctx);     // /v1/responses (OpenAI)
 
 // True when the client prefers HTML to plain text (a browser): GET / then serves the page.
 bool prefers_html(const HttpRequest& req);

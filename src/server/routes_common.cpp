@@ -83,6 +83,8 @@ HttpResponse start_generation(ServerContext& ctx, const json& body, Api api, con
     case Api::kOllamaGenerate:
       g = parse_ollama_generate(body);
       break;
+    default:  // the Responses and Anthropic routes start their own (routes_responses.cpp, ...)
+      throw std::logic_error("start_generation: unsupported API");
   }
   if (!ctx.serves(g.model)) model_not_found(g.model);
   HttpResponse r;

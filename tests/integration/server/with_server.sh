@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# with_server.sh <tandem> <extra serve flags...> -- <command...>
-# Makes the tiny test model, starts `tandem serve` on a free loopback port, runs the command
-# with TANDEM_URL set, then stops the server (by its pid) and reports the command's status.
+# with_server.sh <tandem> [--scripted] <extra serve flags...> -- <command...>
+# Makes the tiny test model (served as "tiny"), or with --scripted the scripted model of
+# script_texts.json (served as "scripted": it writes "text", or "tool_text" after a tool
+# result), starts `tandem serve` on a free loopback port, runs the command with TANDEM_URL
+# and TANDEM_MODEL set, then stops the server (by its pid) and reports the command's status.
 # Every wait is bounded; the server never outlives this script.
 set -u
 T=$1; shift
+scripted=0
+if [ "${1:-}" = "--scripted" ]; then scripted=1; shift; fi
 flags=()
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do flags+=("$1"); shift; done
 shift
@@ -19,8 +23,20 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-"$T" testmodel --preset tiny --seed 3 --out "$tmp/tiny" >/dev/null || { echo "testmodel failed"; exit 1; }
-"$T" serve --model "$tmp/tiny" --served-model-name tiny --port 0 --backend cpu "${flags[@]}" \
+if [ $scripted = 1 ]; then
+  texts="$(dirname "$0")/script_texts.json"
+  name=scripted
+  "$T" testmodel --preset script --out "$tmp/$name" \
+    --text "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["text"], end="")' "$texts")" \
+    --tool-text "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tool_text"], end="")' "$texts")" \
+    >/dev/null || { echo "testmodel --preset script failed"; exit 1; }
+  export TANDEM_SCRIPT_TEXTS="$texts"
+else
+  name=tiny
+  "$T" testmodel --preset tiny --seed 3 --out "$tmp/$name" >/dev/null || { echo "testmodel failed"; exit 1; }
+fi
+export TANDEM_MODEL=$name
+"$T" serve --model "$tmp/$name" --served-model-name $name --port 0 --backend cpu "${flags[@]}" \
   --data-dir "$tmp/data" >"$tmp/out.log" 2>"$tmp/err.log" &
 pid=$!
 port=""

@@ -27,6 +27,7 @@ class FakeGenerator : public Generator {
   explicit FakeGenerator(Script s, int max_len = 4096) : script_(std::move(s)), max_len_(max_len) {}
 
   std::shared_ptr<engine::RequestHandle> submit(engine::Request r) override {
+    std::lock_guard lock(mu_);
     if (r.prompt.empty()) fail(ErrorKind::kInvalidArgument, "empty prompt");
     auto h = std::make_shared<engine::RequestHandle>(next_id_++);
     Live l{h, r, script_(r), 0, false};
@@ -35,12 +36,14 @@ class FakeGenerator : public Generator {
     return h;
   }
   void cancel(engine::RequestId id) override {
+    std::lock_guard lock(mu_);
     auto it = live_.find(id);
     if (it != live_.end()) it->second.cancelled = true;
     ++cancels;
   }
   int max_model_len() const override { return max_len_; }
   engine::EngineStats stats() const override {
+    std::lock_guard lock(mu_);
     engine::EngineStats st;
     st.waiting = waiting;
     st.running = int(live_.size());
@@ -52,6 +55,7 @@ class FakeGenerator : public Generator {
 
   // One engine step: a token (or the finish) for every live request. False when idle.
   bool step() {
+    std::lock_guard lock(mu_);
     bool any = false;
     for (auto it = live_.begin(); it != live_.end();) {
       Live& l = it->second;
@@ -105,6 +109,7 @@ class FakeGenerator : public Generator {
     size_t pos;
     bool cancelled;
   };
+  mutable std::mutex mu_;  // submit/cancel may come from a background runner's thread
   Script script_;
   int max_len_;
   engine::RequestId next_id_ = 1;
